@@ -1,1 +1,194 @@
-//! sluice-io
+//! sluice-io: the block pipeline (the asynchronous compute–load model of `DESIGN.md`).
+//!
+//! A [`Plan`] lists file extents read as one stream and says how the stream is cut into records.
+//! A [`Pipeline`] reads it block by block and runs a [`BlockKernel`] on every block, in place,
+//! handing the kernel whole records only (records that straddle a block boundary are stitched at
+//! the seam). The per-block partial results come back in stream order, whatever order the blocks
+//! completed in, so a fold over them is bitwise reproducible.
+//!
+//! ```
+//! use sluice_io::{Block, BlockKernel, Plan, PipelineBuilder, RecordLayout};
+//!
+//! struct CountLines;
+//! impl BlockKernel for CountLines {
+//!     type Partial = u64;
+//!     fn process(&self, block: &Block<'_>) -> u64 {
+//!         block.data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64
+//!     }
+//! }
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("lines.txt");
+//! std::fs::write(&path, "a\nbb\nccc\n").unwrap();
+//! let plan = Plan::file(&path, RecordLayout::Delimited(b'\n')).unwrap();
+//! let run = PipelineBuilder::new().build().unwrap().run(&plan, &CountLines).unwrap();
+//! assert_eq!(run.partials.iter().sum::<u64>(), 3);
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+pub mod memory;
+mod plan;
+pub mod reference;
+mod stats;
+
+pub use error::IoError;
+pub use memory::{Budget, Reservation, parse_size};
+pub use plan::{Extent, Plan, RecordLayout};
+pub use stats::{Copies, FileAccess, RunStats};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// A run of whole records handed to a kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    /// The bytes: whole records only (a short last record of a `Fixed` layout excepted).
+    pub data: &'a [u8],
+    /// Stream offset of `data[0]`.
+    pub stream_offset: u64,
+    /// Index in the plan of the extent that holds `data[0]`.
+    pub extent: usize,
+    /// Offset of `data[0]` from the start of that extent.
+    pub extent_offset: u64,
+    /// True if and only if `data` was stitched together from two or more reads (a seam record).
+    pub is_seam: bool,
+}
+
+/// What runs on every block. Implementations are shared by all compute workers.
+pub trait BlockKernel: Sync {
+    /// The result of one block; the run returns them in stream order.
+    type Partial: Send;
+    /// Processes one block of whole records.
+    fn process(&self, block: &Block<'_>) -> Self::Partial;
+}
+
+/// Which engine runs the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// Separate I/O and compute threads, buffers moving between a loading and a computing queue.
+    #[default]
+    Ioc,
+    /// Baseline: each worker reads one block, then computes on it (GridGraph's model).
+    Sync,
+}
+
+/// Whether reads bypass the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DirectMode {
+    /// O_DIRECT for files not in the page cache, buffered for files that are.
+    #[default]
+    Auto,
+    /// Always O_DIRECT (where the file system allows it).
+    Always,
+    /// Never O_DIRECT.
+    Never,
+}
+
+/// The result of a run.
+#[derive(Debug)]
+pub struct Run<P> {
+    /// One partial per block handed to the kernel, in stream order.
+    pub partials: Vec<P>,
+    /// Figures of the run.
+    pub stats: RunStats,
+}
+
+/// Settings of a pipeline. Zero means "choose".
+#[derive(Debug, Clone, Default)]
+struct Config {
+    engine: Engine,
+    direct: DirectMode,
+    block_size: usize,
+    queue_depth: usize,
+    io_threads: usize,
+    workers: usize,
+    budget: Option<Budget>,
+    trace: Option<PathBuf>,
+    progress: Option<Arc<AtomicU64>>,
+}
+
+/// Builds a [`Pipeline`].
+#[derive(Debug, Default)]
+pub struct PipelineBuilder {
+    config: Config,
+}
+
+impl PipelineBuilder {
+    /// Defaults everywhere.
+    pub fn new() -> PipelineBuilder {
+        PipelineBuilder::default()
+    }
+    /// The engine (default [`Engine::Ioc`]).
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.config.engine = engine;
+        self
+    }
+    /// O_DIRECT policy (default [`DirectMode::Auto`]).
+    pub fn direct(mut self, direct: DirectMode) -> Self {
+        self.config.direct = direct;
+        self
+    }
+    /// Bytes per read; a multiple of 4096 (default chosen by measurement).
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.config.block_size = bytes;
+        self
+    }
+    /// Reads in flight per I/O thread.
+    pub fn queue_depth(mut self, depth: usize) -> Self {
+        self.config.queue_depth = depth;
+        self
+    }
+    /// I/O threads (default: the fewest that fill the device).
+    pub fn io_threads(mut self, n: usize) -> Self {
+        self.config.io_threads = n;
+        self
+    }
+    /// Compute workers (default: number of cores).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.config.workers = n;
+        self
+    }
+    /// The memory budget the buffer pool is reserved from.
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.config.budget = Some(budget);
+        self
+    }
+    /// Write a Chrome trace-event JSON timeline of every run to this file.
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.trace = Some(path.into());
+        self
+    }
+    /// A counter the pipeline adds the bytes of every finished block to (for progress bars).
+    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.config.progress = Some(counter);
+        self
+    }
+    /// Checks the settings.
+    pub fn build(self) -> Result<Pipeline, IoError> {
+        let c = &self.config;
+        if c.block_size != 0 && c.block_size % 4096 != 0 {
+            return Err(IoError::Config(format!(
+                "block size {} is not a multiple of 4096",
+                c.block_size
+            )));
+        }
+        Ok(Pipeline { config: self.config })
+    }
+}
+
+/// Runs plans through kernels.
+#[derive(Debug)]
+pub struct Pipeline {
+    config: Config,
+}
+
+impl Pipeline {
+    /// Reads the whole plan and runs `kernel` on every block.
+    pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, IoError> {
+        let block_size = if self.config.block_size == 0 { 1 << 20 } else { self.config.block_size };
+        reference::run(plan, block_size, kernel, self.config.progress.as_deref())
+    }
+}
