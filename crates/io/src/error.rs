@@ -62,7 +62,9 @@ pub enum IoError {
     #[error("invalid setting: {0}")]
     Config(String),
     /// The run would need more memory than the budget allows.
-    #[error("{what} needs {needed} bytes but only {available} of the {budget}-byte memory budget are left")]
+    #[error(
+        "{what} needs {needed} bytes but only {available} of the {budget}-byte memory budget are left"
+    )]
     OverBudget {
         /// What asked.
         what: String,

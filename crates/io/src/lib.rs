@@ -29,12 +29,14 @@
 
 mod error;
 pub mod memory;
+pub mod output;
 mod plan;
 pub mod reference;
 mod stats;
 
 pub use error::IoError;
 pub use memory::{Budget, Reservation, parse_size};
+pub use output::OutputFile;
 pub use plan::{Extent, Plan, RecordLayout};
 pub use stats::{Copies, FileAccess, RunStats};
 

@@ -175,7 +175,10 @@ mod tests {
     fn reservation_over_budget_is_an_error_and_release_returns_bytes() {
         let budget = Budget::new(BASELINE_BYTES + 1000).unwrap();
         let a = budget.reserve("a", 600).unwrap();
-        assert!(matches!(budget.reserve("b", 600), Err(IoError::OverBudget { available: 400, .. })));
+        assert!(matches!(
+            budget.reserve("b", 600),
+            Err(IoError::OverBudget { available: 400, .. })
+        ));
         drop(a);
         assert_eq!(budget.available(), 1000);
         budget.reserve("b", 600).unwrap();

@@ -64,7 +64,12 @@ impl Plan {
     }
 
     /// Appends `len` bytes of `path` from `offset`. Errors if the file is shorter.
-    pub fn push_extent(&mut self, path: impl AsRef<Path>, offset: u64, len: u64) -> Result<(), IoError> {
+    pub fn push_extent(
+        &mut self,
+        path: impl AsRef<Path>,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), IoError> {
         let path = path.as_ref();
         let file_len = file_len(path)?;
         if offset.checked_add(len).is_none_or(|end| end > file_len) {
@@ -91,8 +96,10 @@ impl Plan {
 }
 
 fn file_len(path: &Path) -> Result<u64, IoError> {
-    let file = File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
-    let meta = file.metadata().map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let file =
+        File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let meta =
+        file.metadata().map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
     if !meta.is_file() {
         return Err(IoError::NotAFile { path: path.to_path_buf() });
     }

@@ -44,7 +44,13 @@ pub fn run<K: BlockKernel>(
         while done < extent.len {
             let len = (extent.len - done).min(block_size as u64) as usize;
             let chunk = &mut buf[..len];
-            read_exact_at(&file, chunk, extent.offset + done, &extent.path, extent.offset + extent.len)?;
+            read_exact_at(
+                &file,
+                chunk,
+                extent.offset + done,
+                &extent.path,
+                extent.offset + extent.len,
+            )?;
             let chunk = &buf[..len];
             let mut rest_start = 0usize;
             // Finish the carried record, if the chunk holds its end.
@@ -148,7 +154,11 @@ fn read_exact_at(
     while !buf.is_empty() {
         match file.read_at(buf, offset) {
             Ok(0) => {
-                return Err(IoError::ShortRead { path: path.to_path_buf(), offset, expected: expected_end });
+                return Err(IoError::ShortRead {
+                    path: path.to_path_buf(),
+                    offset,
+                    expected: expected_end,
+                });
             }
             Ok(n) => {
                 buf = &mut buf[n..];
@@ -156,7 +166,12 @@ fn read_exact_at(
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(source) => {
-                return Err(IoError::Read { path: path.to_path_buf(), offset, len: buf.len(), source });
+                return Err(IoError::Read {
+                    path: path.to_path_buf(),
+                    offset,
+                    len: buf.len(),
+                    source,
+                });
             }
         }
     }
