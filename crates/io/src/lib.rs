@@ -188,9 +188,24 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Reads the whole plan and runs `kernel` on every block.
+    /// Reads the whole plan and runs `kernel` on every block; the partials come back in stream
+    /// order. Holds every partial until the end: for large partials use [`Pipeline::run_ordered`].
     pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, IoError> {
+        let mut partials = Vec::new();
+        let stats = self.run_ordered(plan, kernel, |p| partials.push(p))?;
+        Ok(Run { partials, stats })
+    }
+
+    /// Reads the whole plan, runs `kernel` on every block, and hands each partial to `sink` on
+    /// the calling thread in stream order, as soon as every earlier partial has been handed over
+    /// (a reorder buffer holds at most the blocks in flight). This is the primitive: a fold over
+    /// `sink` is bitwise reproducible whatever order blocks complete in.
+    pub fn run_ordered<K, F>(&self, plan: &Plan, kernel: &K, sink: F) -> Result<RunStats, IoError>
+    where
+        K: BlockKernel,
+        F: FnMut(K::Partial),
+    {
         let block_size = if self.config.block_size == 0 { 1 << 20 } else { self.config.block_size };
-        reference::run(plan, block_size, kernel, self.config.progress.as_deref())
+        reference::run_ordered(plan, block_size, kernel, self.config.progress.as_deref(), sink)
     }
 }

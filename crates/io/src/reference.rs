@@ -27,11 +27,23 @@ pub fn run<K: BlockKernel>(
     kernel: &K,
     progress: Option<&AtomicU64>,
 ) -> Result<Run<K::Partial>, IoError> {
+    let mut partials = Vec::new();
+    let stats = run_ordered(plan, block_size, kernel, progress, |p| partials.push(p))?;
+    Ok(Run { partials, stats })
+}
+
+/// Like [`run`], handing each partial to `sink` in stream order instead of collecting them.
+pub fn run_ordered<K: BlockKernel, F: FnMut(K::Partial)>(
+    plan: &Plan,
+    block_size: usize,
+    kernel: &K,
+    progress: Option<&AtomicU64>,
+    mut sink: F,
+) -> Result<RunStats, IoError> {
     if block_size == 0 {
         return Err(IoError::Config("block size 0".into()));
     }
     let start = Instant::now();
-    let mut partials = Vec::new();
     let mut copies = Copies::default();
     let mut carry =
         Carry { bytes: Vec::new(), stream_offset: 0, extent: 0, extent_offset: 0, pieces: 0 };
@@ -63,7 +75,7 @@ pub fn run<K: BlockKernel>(
                     Some(need) if need <= chunk.len() => {
                         carry.bytes.extend_from_slice(&chunk[..need]);
                         carry.pieces += 1;
-                        emit_carry(&mut carry, kernel, &mut partials, &mut copies);
+                        emit_carry(&mut carry, kernel, &mut sink, &mut copies);
                         rest_start = need;
                     }
                     _ => {
@@ -80,7 +92,7 @@ pub fn run<K: BlockKernel>(
             };
             let rest_offset = done + rest_start as u64;
             if whole > 0 {
-                partials.push(kernel.process(&Block {
+                sink(kernel.process(&Block {
                     data: &rest[..whole],
                     stream_offset: stream_offset + rest_offset,
                     extent: index,
@@ -104,7 +116,7 @@ pub fn run<K: BlockKernel>(
         stream_offset += extent.len;
     }
     if !carry.bytes.is_empty() {
-        emit_carry(&mut carry, kernel, &mut partials, &mut copies);
+        emit_carry(&mut carry, kernel, &mut sink, &mut copies);
     }
     let seconds = start.elapsed().as_secs_f64();
     let bytes_read = plan.total_len();
@@ -120,20 +132,20 @@ pub fn run<K: BlockKernel>(
         copies: Copies { page_cache_bytes: bytes_read, ..copies },
         ..RunStats::default()
     };
-    Ok(Run { partials, stats })
+    Ok(stats)
 }
 
-fn emit_carry<K: BlockKernel>(
+fn emit_carry<K: BlockKernel, F: FnMut(K::Partial)>(
     carry: &mut Carry,
     kernel: &K,
-    partials: &mut Vec<K::Partial>,
+    sink: &mut F,
     copies: &mut Copies,
 ) {
     let is_seam = carry.pieces > 1;
     if is_seam {
         copies.seam_bytes += carry.bytes.len() as u64;
     }
-    partials.push(kernel.process(&Block {
+    sink(kernel.process(&Block {
         data: &carry.bytes,
         stream_offset: carry.stream_offset,
         extent: carry.extent,
