@@ -1,0 +1,457 @@
+//! The `extern "C"` functions of `lpf/core.h`, `lpf/abort.h` and `lpf/pthread.h`.
+//!
+//! # Contract
+//! 1. Every body runs inside `catch_unwind`; a panic becomes `LPF_ERR_FATAL` (0 for the cost
+//!    functions), so no panic ever crosses into C.
+//! 2. An `lpf_t` is either `LPF_ROOT` (compared by value) or the address of the sluice-bsp
+//!    [`Ctx`] of the SPMD process that received it, valid while that SPMD function runs and only
+//!    on its thread (LPF: "only one thread per `lpf_t`"). `LPF_NONE` (NULL) gives
+//!    `LPF_ERR_FATAL`; any other value is undefined behaviour, as in LPF, whose core performs no
+//!    checks for programming errors.
+//! 3. `LPF_ROOT` supports `lpf_exec` (on `LPF_MAX_PROCS` processors), `lpf_rehook` (a section of
+//!    one process on the calling thread), `lpf_probe` and `lpf_abort`. Registration, put, get,
+//!    sync and resize on `LPF_ROOT` return `LPF_ERR_FATAL`: the root is not a section.
+//! 4. Errors map through [`sluice_bsp::Error::kind`]: mitigable → `LPF_ERR_OUT_OF_MEMORY`
+//!    (no effect), fatal → `LPF_ERR_FATAL`. Once a context is in the failure state, registration,
+//!    deregistration, put, get and resize are no-ops that return `LPF_SUCCESS` (as LPF's
+//!    reference engines do); sync, exec and rehook return `LPF_ERR_FATAL`.
+//! 5. Under `lpf_exec`, PID 0 receives the caller's `args` unchanged (inclusive memory: its
+//!    output pointer is the caller's), the others receive NULL/0 input and output and the same
+//!    `f_symbols` (one address space: no translation is needed). Under `lpf_hook` and
+//!    `lpf_rehook` each process receives its own `args`.
+//! 6. `lpf_abort` flushes C stdio and ends the program with exit status 6 (LPF's pthread engine
+//!    calls `quick_exit(6)`).
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use sluice_bsp::{Args, Ctx, Error, ErrorKind, Init, MemSlot, Pid};
+
+use crate::consts::{
+    ERR_FATAL, ERR_OUT_OF_MEMORY, LpfArgs, LpfCtx, LpfErr, LpfMachine, LpfMemslot, LpfMsgAttr,
+    LpfPid, LpfSpmd, LpfSyncAttr, SUCCESS, root,
+};
+use crate::machine;
+
+/// Rule 1: runs `f`, turning a panic into `LPF_ERR_FATAL`.
+fn guard(f: impl FnOnce() -> LpfErr) -> LpfErr {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(ERR_FATAL)
+}
+
+/// Rule 4: the LPF code of a sluice-bsp result.
+fn code(result: Result<(), Error>) -> LpfErr {
+    match result {
+        Ok(()) => SUCCESS,
+        Err(e) => match e.kind() {
+            ErrorKind::OutOfMemory => ERR_OUT_OF_MEMORY,
+            ErrorKind::Fatal => ERR_FATAL,
+        },
+    }
+}
+
+/// Rule 4 for calls that are no-ops in the failure state.
+fn code_or_noop(result: Result<(), Error>) -> LpfErr {
+    match result {
+        Err(Error::Poisoned) => SUCCESS,
+        other => code(other),
+    }
+}
+
+/// What an `lpf_t` names (rule 2).
+enum Target<'a> {
+    Root,
+    Section(&'a mut Ctx),
+}
+
+/// Decodes an `lpf_t` (rule 2); `None` for `LPF_NONE`.
+///
+/// # Safety
+/// `ctx` must be `LPF_ROOT`, NULL, or a context handed to an SPMD function that is still running
+/// on the calling thread, not otherwise borrowed for the returned lifetime.
+unsafe fn target<'a>(ctx: LpfCtx) -> Option<Target<'a>> {
+    if ctx == root() {
+        Some(Target::Root)
+    } else if ctx.0.is_null() {
+        None
+    } else {
+        // SAFETY: by this function's contract `ctx` is the address of the live `Ctx` of the
+        // calling thread's SPMD process (made by `handle`), and nothing else borrows it now:
+        // its owner, `call_spmd`, is suspended in the C call that led here.
+        Some(Target::Section(unsafe { &mut *ctx.0.cast::<Ctx>() }))
+    }
+}
+
+/// Like [`target`], for calls that need a section (rule 3): `Err(LPF_ERR_FATAL)` otherwise.
+///
+/// # Safety
+/// As for [`target`].
+unsafe fn section<'a>(ctx: LpfCtx) -> Result<&'a mut Ctx, LpfErr> {
+    // SAFETY: forwarded contract.
+    match unsafe { target(ctx) } {
+        Some(Target::Section(c)) => Ok(c),
+        _ => Err(ERR_FATAL),
+    }
+}
+
+/// The `lpf_t` of a sluice-bsp context (rule 2).
+fn handle(ctx: &mut Ctx) -> LpfCtx {
+    LpfCtx(std::ptr::from_mut(ctx).cast::<c_void>())
+}
+
+/// The C function of an `lpf_spmd_t` (NULL gives `None`).
+type CSpmd = unsafe extern "C" fn(LpfCtx, LpfPid, LpfPid, LpfArgs);
+
+/// Runs the C SPMD function `spmd` as process `s` of `p` with context `ctx`.
+fn call_spmd(ctx: &mut Ctx, s: Pid, p: Pid, spmd: CSpmd, args: LpfArgs) {
+    let h = handle(ctx);
+    // SAFETY: `spmd` is the caller's SPMD function, called with LPF's signature; `h` names `ctx`,
+    // which outlives the call and is used only through `h` (on this thread) until it returns.
+    // The C code cannot unwind into us: every lpf_* function it may call catches panics.
+    unsafe { spmd(h, s, p, args) };
+}
+
+/// Rule 5: what process `s` of an exec receives.
+fn exec_args(s: Pid, args: LpfArgs) -> LpfArgs {
+    if s == 0 {
+        args
+    } else {
+        LpfArgs { input: std::ptr::null(), input_size: 0, output: std::ptr::null_mut(), output_size: 0, ..args }
+    }
+}
+
+/// Runs `spmd` with `args` on `p` new processes from `ctx`.
+///
+/// # Safety
+/// As for [`target`].
+unsafe fn exec(ctx: LpfCtx, p: LpfPid, spmd: CSpmd, args: LpfArgs) -> LpfErr {
+    let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| {
+        call_spmd(c, s, np, spmd, exec_args(s, args));
+    };
+    // SAFETY: forwarded contract.
+    match unsafe { target(ctx) } {
+        None => ERR_FATAL,
+        Some(Target::Root) => {
+            code(sluice_bsp::exec_with(&machine::root_config(machine::root_p()), p, body, Args::none()))
+        }
+        Some(Target::Section(c)) => code(c.exec(p, body, Args::none())),
+    }
+}
+
+/// `lpf_exec`: runs `spmd` on `min(P, free_p)` new processes and waits for them.
+///
+/// # Safety
+/// `ctx` is `LPF_ROOT` or the context of the SPMD function running on this thread; `spmd` is a
+/// valid SPMD function; `args` satisfies LPF's rules (valid input/output/f_symbols buffers).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_exec(ctx: LpfCtx, p: LpfPid, spmd: LpfSpmd, args: LpfArgs) -> LpfErr {
+    guard(|| match spmd {
+        // SAFETY: forwarded contract.
+        Some(f) => unsafe { exec(ctx, p, f, args) },
+        None => ERR_FATAL,
+    })
+}
+
+/// `lpf_hook`: runs `spmd` as this thread's process of the group of `init`.
+///
+/// # Safety
+/// `init` comes from `lpf_pthread_initialize` and was not finalised; every thread of its group
+/// calls `lpf_hook` collectively; `spmd` and `args` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_hook(init: LpfCtx, spmd: LpfSpmd, args: LpfArgs) -> LpfErr {
+    guard(|| {
+        let (Some(f), false) = (spmd, init.0.is_null()) else { return ERR_FATAL };
+        // SAFETY: by the contract, `init` is the `Box<Init>` leaked by `lpf_pthread_initialize`
+        // for this thread, still alive, and used by this thread only.
+        let init = unsafe { &mut *init.0.cast::<Init>() };
+        let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| call_spmd(c, s, np, f, args);
+        code(sluice_bsp::hook(init, body, Args::none()))
+    })
+}
+
+/// `lpf_rehook`: runs `spmd` on the same processes with a new, empty context.
+///
+/// # Safety
+/// As for `lpf_exec`; collective over the processes of `ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_rehook(ctx: LpfCtx, spmd: LpfSpmd, args: LpfArgs) -> LpfErr {
+    guard(|| {
+        let Some(f) = spmd else { return ERR_FATAL };
+        let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| call_spmd(c, s, np, f, args);
+        // SAFETY: forwarded contract.
+        match unsafe { target(ctx) } {
+            None => ERR_FATAL,
+            Some(Target::Root) => {
+                code(sluice_bsp::exec_with(&machine::root_config(1), 1, body, Args::none()))
+            }
+            Some(Target::Section(c)) => code(c.rehook(body, Args::none())),
+        }
+    })
+}
+
+/// Shared body of the two registrations.
+///
+/// # Safety
+/// As for `lpf_register_global`.
+unsafe fn register(
+    ctx: LpfCtx,
+    pointer: *mut c_void,
+    size: usize,
+    memslot: *mut LpfMemslot,
+    global: bool,
+) -> LpfErr {
+    if memslot.is_null() {
+        return ERR_FATAL;
+    }
+    // SAFETY: forwarded contract.
+    let c = match unsafe { section(ctx) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let ptr = pointer.cast::<u8>();
+    let result = if global {
+        // SAFETY: LPF's registration contract, which the C caller accepted, is sluice-bsp's:
+        // `pointer` is valid for `size` bytes until deregistration or the end of the section, and
+        // is untouched by other code while messages of a superstep use it.
+        unsafe { c.register_global(ptr, size) }
+    } else {
+        // SAFETY: as above.
+        unsafe { c.register_local(ptr, size) }
+    };
+    let (slot, rc) = match result {
+        Ok(slot) => (slot, SUCCESS),
+        Err(Error::Poisoned) => (MemSlot::INVALID, SUCCESS),
+        Err(e) => return code(Err(e)),
+    };
+    // SAFETY: `memslot` is non-NULL and, by LPF's contract, points at a writable lpf_memslot_t.
+    unsafe { memslot.write(slot.as_raw()) };
+    rc
+}
+
+/// `lpf_register_global`: registers `size` bytes at `pointer` as a global slot (collective).
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`; `pointer` valid for `size` bytes until deregistered and not
+/// touched while messages use it; `memslot` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_register_global(
+    ctx: LpfCtx,
+    pointer: *mut c_void,
+    size: usize,
+    memslot: *mut LpfMemslot,
+) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| unsafe { register(ctx, pointer, size, memslot, true) })
+}
+
+/// `lpf_register_local`: registers `size` bytes at `pointer` as a local slot.
+///
+/// # Safety
+/// As for `lpf_register_global`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_register_local(
+    ctx: LpfCtx,
+    pointer: *mut c_void,
+    size: usize,
+    memslot: *mut LpfMemslot,
+) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| unsafe { register(ctx, pointer, size, memslot, false) })
+}
+
+/// `lpf_deregister`: releases a slot at once (collective for global slots).
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_deregister(ctx: LpfCtx, memslot: LpfMemslot) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code_or_noop(c.deregister(MemSlot::from_raw(memslot))),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_put`: queues a copy to `dst_pid`, complete at the next `lpf_sync`.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // LPF's signature
+pub unsafe extern "C" fn lpf_put(
+    ctx: LpfCtx,
+    src_slot: LpfMemslot,
+    src_offset: usize,
+    dst_pid: LpfPid,
+    dst_slot: LpfMemslot,
+    dst_offset: usize,
+    size: usize,
+    _attr: LpfMsgAttr,
+) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code_or_noop(c.put(
+            MemSlot::from_raw(src_slot),
+            src_offset,
+            dst_pid,
+            MemSlot::from_raw(dst_slot),
+            dst_offset,
+            size,
+        )),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_get`: queues a copy from `src_pid`, complete at the next `lpf_sync`.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // LPF's signature
+pub unsafe extern "C" fn lpf_get(
+    ctx: LpfCtx,
+    src_pid: LpfPid,
+    src_slot: LpfMemslot,
+    src_offset: usize,
+    dst_slot: LpfMemslot,
+    dst_offset: usize,
+    size: usize,
+    _attr: LpfMsgAttr,
+) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code_or_noop(c.get(
+            src_pid,
+            MemSlot::from_raw(src_slot),
+            src_offset,
+            MemSlot::from_raw(dst_slot),
+            dst_offset,
+            size,
+        )),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_sync`: ends the superstep.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_sync(ctx: LpfCtx, _attr: LpfSyncAttr) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code(c.sync()),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_probe`: fills in p, free_p, g and l.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`; `params` points at a writable `lpf_machine_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_probe(ctx: LpfCtx, params: *mut LpfMachine) -> LpfErr {
+    guard(|| {
+        if params.is_null() {
+            return ERR_FATAL;
+        }
+        // SAFETY: forwarded contract.
+        let (p, free_p) = match unsafe { target(ctx) } {
+            None => return ERR_FATAL,
+            Some(Target::Root) => {
+                let p = machine::root_p();
+                (p, p)
+            }
+            Some(Target::Section(c)) => (c.nprocs(), c.free_p()),
+        };
+        let (g, l) = machine::cost_functions();
+        let m = LpfMachine { p, free_p, g: Some(g), l: Some(l) };
+        // SAFETY: `params` is non-NULL and, by the contract, writable.
+        unsafe { params.write(m) };
+        SUCCESS
+    })
+}
+
+/// `lpf_resize_memory_register`: capacity for `max_regs` slots from the next sync.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_resize_memory_register(ctx: LpfCtx, max_regs: usize) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code_or_noop(c.resize_memory_register(max_regs)),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_resize_message_queue`: capacity for `max_msgs` messages from the next sync.
+///
+/// # Safety
+/// `ctx` as for `lpf_exec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_resize_message_queue(ctx: LpfCtx, max_msgs: usize) -> LpfErr {
+    // SAFETY: forwarded contract.
+    guard(|| match unsafe { section(ctx) } {
+        Ok(c) => code_or_noop(c.resize_message_queue(max_msgs)),
+        Err(e) => e,
+    })
+}
+
+/// `lpf_abort`: ends the whole program with exit status 6; never returns.
+///
+/// # Safety
+/// Always safe to call; `unsafe` only for symmetry with the other entry points.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_abort(_ctx: LpfCtx) -> LpfErr {
+    // SAFETY: fflush(NULL) flushes every C output stream and is callable from any thread;
+    // _exit ends the process without running atexit handlers or Rust destructors, which may
+    // belong to threads still inside an SPMD section.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(6)
+    }
+}
+
+/// `lpf_pthread_initialize`: this thread becomes process `pid` of a group of `nprocs` threads
+/// for later `lpf_hook` calls.
+///
+/// # Safety
+/// `init` points at a writable `lpf_init_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_pthread_initialize(
+    pid: LpfPid,
+    nprocs: LpfPid,
+    init: *mut LpfCtx,
+) -> LpfErr {
+    guard(|| {
+        if init.is_null() {
+            return ERR_FATAL;
+        }
+        match sluice_bsp::pthread_initialize(pid, nprocs) {
+            Ok(handle) => {
+                let raw = Box::into_raw(Box::new(handle));
+                // SAFETY: `init` is non-NULL and writable by the contract.
+                unsafe { init.write(LpfCtx(raw.cast::<c_void>())) };
+                SUCCESS
+            }
+            Err(e) => code(Err(e)),
+        }
+    })
+}
+
+/// `lpf_pthread_finalize`: releases an init object.
+///
+/// # Safety
+/// `init` comes from `lpf_pthread_initialize`, is finalised once, and is not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lpf_pthread_finalize(init: LpfCtx) -> LpfErr {
+    guard(|| {
+        if !init.0.is_null() {
+            // SAFETY: by the contract, `init` is the `Box<Init>` leaked by
+            // `lpf_pthread_initialize`, released here exactly once.
+            drop(unsafe { Box::from_raw(init.0.cast::<Init>()) });
+        }
+        SUCCESS
+    })
+}
+
