@@ -1,1 +1,53 @@
-//! sluice-kernels
+//! sluice-kernels: active-storage kernels that run inside the sluice-io block pipeline, one
+//! streaming pass each.
+//!
+//! - [`stats`]: count, NaNs, sum, min, max, mean, variance and a histogram of a typed array
+//!   (`.npy`, or a raw file with a [`Dtype`]).
+//! - [`grep`]: lines (or fixed-size records) that match a literal or a regex, counted or listed
+//!   with their byte offsets.
+//!
+//! Each kernel is a [`sluice_io::BlockKernel`] ([`StatsKernel`], [`GrepKernel`]) plus one
+//! function that plans the pass, reserves the kernel's state from the memory budget, runs it and
+//! folds the per-block partials in stream order ([`stats::stats`], [`grep::grep`]). Parameters
+//! come in a config struct ([`StatsConfig`], [`GrepConfig`]) that can also be filled from
+//! active-storage hints, `key=value` pairs with the same keys as the CLI flags ([`hints`]).
+//!
+//! ```
+//! use sluice_io::{Budget, PipelineBuilder};
+//! use sluice_kernels::{GrepConfig, StatsConfig, grep, stats};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let raw = dir.path().join("x.f64");
+//! let bytes: Vec<u8> = [1.0f64, 2.0, f64::NAN, 5.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+//! std::fs::write(&raw, bytes).unwrap();
+//! let pipeline = PipelineBuilder::new().build().unwrap();
+//! let budget = Budget::unlimited();
+//!
+//! let config = StatsConfig::from_hints(&[("dtype", "f64")]).unwrap();
+//! let report = stats::stats(&raw, &config, &pipeline, &budget).unwrap();
+//! assert_eq!((report.count, report.nan_count), (4, 1));
+//! assert_eq!(report.mean.unwrap().as_f64(), 8.0 / 3.0);
+//!
+//! let text = dir.path().join("t.txt");
+//! std::fs::write(&text, "apple\nbanana\ncherry\n").unwrap();
+//! let config = GrepConfig::new("an");
+//! let found = grep::grep(&text, &config, &pipeline, &budget).unwrap();
+//! assert_eq!(found.count, 1);
+//! ```
+
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+mod dtype;
+mod error;
+pub mod grep;
+pub mod hints;
+pub mod npy;
+mod pairwise;
+pub mod stats;
+
+pub use dtype::{Dtype, Endian, SCALAR_NAMES, Scalar};
+pub use error::KernelError;
+pub use grep::{GrepConfig, GrepKernel, GrepReport, RecordMatch};
+pub use hints::Hinted;
+pub use stats::{Histogram, Number, StatsConfig, StatsKernel, StatsReport};

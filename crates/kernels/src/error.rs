@@ -1,0 +1,124 @@
+//! The one error type of sluice-kernels.
+
+use std::path::PathBuf;
+
+use sluice_io::IoError;
+
+/// Everything that can go wrong in a kernel pass. Variants about a file name it, and the byte
+/// offset where one is meaningful.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The pipeline failed (open, read, short read, memory budget ...); its message names the file.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// Opening or reading the header of an input failed.
+    #[error("{path}: cannot read")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The input is a directory or something else that is not a regular file.
+    #[error("{path}: not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A `.npy` header is malformed.
+    #[error("{path}: bad .npy header at byte {offset}: {reason}")]
+    NpyHeader {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset in the file where the header went wrong.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `.npy` file is shorter than its header says.
+    #[error(
+        "{path}: truncated .npy: shape {shape:?} of {descr} needs {expected} data bytes from byte \
+         {data_offset}, the file has {actual}"
+    )]
+    NpyTruncated {
+        /// The file.
+        path: PathBuf,
+        /// The shape in the header.
+        shape: Vec<u64>,
+        /// The dtype descr in the header.
+        descr: String,
+        /// Where the data starts.
+        data_offset: u64,
+        /// Data bytes the header promises.
+        expected: u64,
+        /// Data bytes present.
+        actual: u64,
+    },
+    /// A dtype this kernel does not handle (object arrays, strings, float16, structured ...).
+    #[error("{path}: unsupported dtype {descr:?}: {reason}")]
+    UnsupportedDtype {
+        /// The file.
+        path: PathBuf,
+        /// The dtype as the file (or the user) spelt it.
+        descr: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--dtype`/`--endian` disagree with the `.npy` header.
+    #[error("{path}: --{what} {given} disagrees with the .npy header, which says {header}")]
+    DtypeMismatch {
+        /// The file.
+        path: PathBuf,
+        /// `dtype` or `endian`.
+        what: &'static str,
+        /// What the user asked for.
+        given: String,
+        /// What the header says.
+        header: String,
+    },
+    /// A raw file without a dtype.
+    #[error("{path}: not a .npy file (no \\x93NUMPY magic); give --dtype for a raw array")]
+    RawNeedsDtype {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A raw file whose size is not a multiple of the item size.
+    #[error("{path}: size {len} bytes is not a multiple of the {dtype} item size {itemsize}")]
+    RawSize {
+        /// The file.
+        path: PathBuf,
+        /// The file size.
+        len: u64,
+        /// The dtype name.
+        dtype: String,
+        /// Bytes per item.
+        itemsize: usize,
+    },
+    /// A hint or option value is unusable.
+    #[error("option {key}: {reason}")]
+    BadOption {
+        /// The option (hint key or flag name).
+        key: String,
+        /// What is wrong, with the value.
+        reason: String,
+    },
+    /// A hint key no kernel parameter has.
+    #[error("unknown hint key {key:?} (known: {known})")]
+    UnknownHint {
+        /// The key.
+        key: String,
+        /// The keys this kernel knows.
+        known: &'static str,
+    },
+    /// The pattern does not compile.
+    #[error("bad pattern {pattern:?}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// The regex crate's explanation.
+        #[source]
+        source: regex::Error,
+    },
+}

@@ -1,0 +1,720 @@
+//! Statistics of a typed array in one streaming pass: count, NaNs, sum, min, max, mean,
+//! variance, and an optional histogram.
+//!
+//! The input is a `.npy` file (header parsed by [`crate::npy`]) or a raw file of one
+//! [`Scalar`] type in one byte order. The pass reads the data extent (after the header) as
+//! `Fixed(itemsize)` records; every block yields a [`BlockStats`], and [`StatsKernel::finish`]
+//! folds them in stream order.
+//!
+//! # Contract
+//! 1. `count` is the number of elements (`product(shape)`, NumPy's `size`); `nan_count` of them
+//!    are NaN. NaNs are left out of every other figure, as NumPy's `nan*` functions do; `n` below
+//!    is `count - nan_count`.
+//! 2. `sum`: for integer dtypes the exact sum, accumulated in 128 bits and printed as a JSON
+//!    integer. For floats: **pairwise** summation (NumPy's algorithm, blocks of 128 in 8
+//!    accumulators) within each pipeline block, and the block sums folded in stream order with
+//!    **Neumaier** compensated summation. This agrees with `numpy.nansum` (also pairwise) to about
+//!    1e-14 relative on data without heavy cancellation. f32 data is widened to f64 first (NumPy
+//!    accumulates f32 in f32; compare with `nansum(a.astype(float64))`).
+//! 3. `min`, `max` over the non-NaN values (integers exact); `mean = sum / n`; `variance` is the
+//!    population variance (ddof 0) and `variance_sample` the sample variance (ddof 1). Each block
+//!    computes its mean and sum of squared deviations in two passes over the block (pairwise), and
+//!    blocks are merged with the parallel update of Chan, Golub and LeVeque (1979, "Updating
+//!    formulae and a pairwise algorithm for computing sample variances"), which stays accurate
+//!    where the textbook Σx² − n·mean² formula cancels.
+//! 4. Figures with no values to describe are `None` (JSON `null`): min, max, mean and variance
+//!    when `n == 0`, `variance_sample` when `n < 2`. The sum of nothing is 0. An empty array is
+//!    valid.
+//! 5. Infinities behave as in NumPy: `+inf` in the data makes the sum and mean `+inf` and the
+//!    variance NaN; `+inf` and `-inf` together make the sum NaN. Non-finite floats are printed in
+//!    JSON as the strings `"inf"`, `"-inf"` and `"nan"` (JSON has no such numbers).
+//! 6. Histogram (`bins`, `range`): `numpy.histogram(a, bins, range)` semantics: `bins` equal bins
+//!    with edges `lo + i·(hi−lo)/bins` (the last edge exactly `hi`), each bin half-open except the
+//!    last, which is closed; values outside `[lo, hi]` and NaNs are not counted. A range with
+//!    `lo == hi` becomes `[lo − 0.5, hi + 0.5]`; `lo > hi` is an error. Bin assignment replicates
+//!    NumPy's index computation and its ±1 edge correction in f64 (NumPy 2 computes edges in f32
+//!    for f32 data; compare with `histogram(a.astype(float64), ...)`). `range` without `bins`
+//!    means 10 bins (NumPy's default); `bins` without `range` is an error, since one pass cannot
+//!    know the data's range in advance.
+//! 7. Results do not depend on the memory order (`fortran_order`): whole-array figures are taken
+//!    over the elements in file order. Integer figures, counts and the histogram do not depend on
+//!    the block size either; float sums and variances depend on it only through rounding (the
+//!    grouping of the pairwise sums), and for a fixed block size they are bitwise reproducible,
+//!    since partials are folded in stream order, never in completion order.
+//! 8. Bad input is a typed error before the pass starts: a raw file whose size is not a multiple
+//!    of the item size, a raw file without a dtype, `--dtype`/`--endian` that disagree with a
+//!    `.npy` header, a truncated or malformed `.npy`, an unsupported dtype.
+//!
+//! # Threads and costs
+//! [`StatsKernel`] is shared by all compute workers; the histogram counts are atomics (integer
+//! addition commutes, so their order does not matter). Per block: three passes over the block's
+//! bytes (min/max/NaN/histogram, sum, squared deviations), no allocation unless a histogram of at
+//! most [`LOCAL_BINS_MAX`] bins is counted locally first. Kernel state reserved from the budget:
+//! the histogram, `bins × 16` bytes.
+
+use std::fs::File;
+use std::io::Read;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Serialize, Serializer};
+use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, RunStats};
+
+use crate::hints::{self, Hinted};
+use crate::pairwise::{self, Neumaier};
+use crate::{Dtype, Endian, KernelError, Scalar, npy};
+
+/// Histograms with at most this many bins are counted in a per-block array first and added to
+/// the shared atomics once per block; larger ones are counted with one atomic add per value.
+pub const LOCAL_BINS_MAX: usize = 4096;
+
+/// Bins when only a range is given (NumPy's default).
+pub const DEFAULT_BINS: usize = 10;
+
+/// Parameters of a stats pass. Every field can also be set by a hint of the same name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatsConfig {
+    /// Element type of a raw file; for a `.npy` it must agree with the header.
+    pub dtype: Option<Scalar>,
+    /// Byte order of a raw file (default little); for a `.npy` it must agree with the header.
+    pub endian: Option<Endian>,
+    /// Number of histogram bins.
+    pub bins: Option<usize>,
+    /// Histogram range `(lo, hi)`.
+    pub range: Option<(f64, f64)>,
+}
+
+impl Hinted for StatsConfig {
+    const KEYS: &'static str = "dtype, endian, bins, range";
+
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+        match key {
+            "dtype" => {
+                self.dtype = Some(Scalar::parse(value).ok_or_else(|| {
+                    hints::bad_value(
+                        key,
+                        value,
+                        &format!("a dtype ({})", crate::dtype::SCALAR_NAMES),
+                    )
+                })?);
+            }
+            "endian" => {
+                self.endian = Some(
+                    Endian::parse(value)
+                        .ok_or_else(|| hints::bad_value(key, value, "little or big"))?,
+                );
+            }
+            "bins" => self.bins = Some(hints::parse_usize(key, value)?),
+            "range" => self.range = Some(hints::parse_range(key, value)?),
+            _ => return Err(hints::unknown(key, Self::KEYS)),
+        }
+        Ok(())
+    }
+}
+
+impl StatsConfig {
+    /// A config from hints alone.
+    pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(
+        pairs: &[(K, V)],
+    ) -> Result<StatsConfig, KernelError> {
+        let mut config = StatsConfig::default();
+        config.apply_hints(pairs)?;
+        Ok(config)
+    }
+
+    /// The histogram to count, if any: `(bins, lo, hi)` after NumPy's range rules (rule 6).
+    pub fn histogram(&self) -> Result<Option<(usize, f64, f64)>, KernelError> {
+        let bad = |key: &str, reason: String| KernelError::BadOption { key: key.into(), reason };
+        let (bins, (lo, hi)) = match (self.bins, self.range) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => {
+                return Err(bad("bins", "needs --range LO,HI (one pass cannot find it)".into()));
+            }
+            (bins, Some(range)) => (bins.unwrap_or(DEFAULT_BINS), range),
+        };
+        if bins == 0 {
+            return Err(bad("bins", "must be at least 1".into()));
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(bad("range", format!("[{lo}, {hi}] is not finite")));
+        }
+        if lo > hi {
+            return Err(bad("range", format!("lo {lo} is larger than hi {hi}")));
+        }
+        Ok(Some(if lo == hi { (bins, lo - 0.5, hi + 0.5) } else { (bins, lo, hi) }))
+    }
+}
+
+/// Where the array's elements are and what they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArrayInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The `.npy` header, or `None` for a raw file.
+    pub npy: Option<npy::NpyHeader>,
+    /// The element type.
+    pub dtype: Dtype,
+    /// Shape (`[count]` for a raw file).
+    pub shape: Vec<u64>,
+    /// Byte offset of the first element.
+    pub data_offset: u64,
+    /// Number of elements.
+    pub count: u64,
+}
+
+impl ArrayInfo {
+    /// Bytes of element data.
+    pub fn data_len(&self) -> u64 {
+        self.count * self.dtype.itemsize() as u64
+    }
+}
+
+/// Finds out what `path` holds (rule 8): a `.npy` if it starts with the magic or is named
+/// `*.npy`, else a raw array of `config.dtype`.
+pub fn open_array(path: &Path, config: &StatsConfig) -> Result<ArrayInfo, KernelError> {
+    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(KernelError::NotAFile { path: path.to_path_buf() });
+    }
+    let mut prefix = Vec::with_capacity(npy::MAGIC.len());
+    (&mut file).take(npy::MAGIC.len() as u64).read_to_end(&mut prefix).map_err(open_err)?;
+    let named_npy = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    if npy::has_magic(&prefix) || named_npy {
+        let header = npy::read_header(path)?;
+        let mismatch = |what, given: String, header: String| KernelError::DtypeMismatch {
+            path: path.to_path_buf(),
+            what,
+            given,
+            header,
+        };
+        if let Some(s) = config.dtype.filter(|&s| s != header.dtype.scalar) {
+            return Err(mismatch("dtype", s.name().into(), header.descr.clone()));
+        }
+        if let Some(e) = config.endian {
+            if header.dtype.itemsize() > 1 && e != header.dtype.endian {
+                return Err(mismatch("endian", e.name().into(), header.descr.clone()));
+            }
+        }
+        return Ok(ArrayInfo {
+            path: path.to_path_buf(),
+            dtype: header.dtype,
+            shape: header.shape.clone(),
+            data_offset: header.data_offset,
+            count: header.count,
+            npy: Some(header),
+        });
+    }
+    let scalar =
+        config.dtype.ok_or_else(|| KernelError::RawNeedsDtype { path: path.to_path_buf() })?;
+    let dtype = Dtype::new(scalar, config.endian.unwrap_or_default());
+    let len = meta.len();
+    if len % dtype.itemsize() as u64 != 0 {
+        return Err(KernelError::RawSize {
+            path: path.to_path_buf(),
+            len,
+            dtype: scalar.name().into(),
+            itemsize: dtype.itemsize(),
+        });
+    }
+    let count = len / dtype.itemsize() as u64;
+    Ok(ArrayInfo {
+        path: path.to_path_buf(),
+        npy: None,
+        dtype,
+        shape: vec![count],
+        data_offset: 0,
+        count,
+    })
+}
+
+/// A figure: an exact integer, or a float (integer dtypes give integer sums, mins and maxes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    /// Exact integer.
+    Int(i128),
+    /// Float.
+    Float(f64),
+}
+
+impl Number {
+    /// The value as f64 (rounded for huge integers).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(x) => x,
+        }
+    }
+}
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Number::Int(i) => write!(f, "{i}"),
+            Number::Float(x) if x.is_nan() => f.write_str("nan"),
+            Number::Float(x) if x.is_infinite() => {
+                f.write_str(if x > 0.0 { "inf" } else { "-inf" })
+            }
+            // `{:?}` prints the shortest representation that round-trips.
+            Number::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+impl Serialize for Number {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Number::Int(i) => s.serialize_i128(i),
+            Number::Float(x) if x.is_finite() => s.serialize_f64(x),
+            // Rule 5: JSON has no NaN or infinity.
+            Number::Float(_) => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+/// Histogram counts and edges (rule 6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Histogram {
+    /// `bins + 1` edges, as `numpy.linspace(lo, hi, bins + 1)`.
+    pub edges: Vec<f64>,
+    /// `bins` counts.
+    pub counts: Vec<u64>,
+}
+
+/// Everything `sluice stats` reports: the figures of rules 1–6 and the run's statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsReport {
+    /// The file.
+    pub file: PathBuf,
+    /// `npy` or `raw`.
+    pub format: &'static str,
+    /// The dtype as a numpy descr (`<f8`).
+    pub dtype: String,
+    /// The shape.
+    pub shape: Vec<u64>,
+    /// True if and only if a `.npy` header said Fortran order.
+    pub fortran_order: bool,
+    /// Elements, NaNs included (rule 1).
+    pub count: u64,
+    /// NaN elements.
+    pub nan_count: u64,
+    /// Sum (rule 2).
+    pub sum: Number,
+    /// Smallest value (rule 3).
+    pub min: Option<Number>,
+    /// Largest value.
+    pub max: Option<Number>,
+    /// Mean.
+    pub mean: Option<Number>,
+    /// Population variance (ddof 0).
+    pub variance: Option<Number>,
+    /// Sample variance (ddof 1).
+    pub variance_sample: Option<Number>,
+    /// The histogram, if one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<Histogram>,
+    /// Statistics of the pass.
+    pub run: RunStats,
+}
+
+/// The figures of one block; fold them in stream order with [`StatsKernel::finish`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockStats {
+    /// Elements.
+    total: u64,
+    /// NaNs.
+    nan: u64,
+    /// Non-NaN elements.
+    n: u64,
+    /// Float sum (pairwise) of the non-NaN values.
+    fsum: f64,
+    /// Exact integer sum.
+    isum: i128,
+    fmin: f64,
+    fmax: f64,
+    imin: i128,
+    imax: i128,
+    /// Mean of the block's values (for the variance merge).
+    mean: f64,
+    /// Sum of squared deviations from `mean`.
+    m2: f64,
+}
+
+impl BlockStats {
+    fn empty() -> BlockStats {
+        BlockStats {
+            total: 0,
+            nan: 0,
+            n: 0,
+            fsum: 0.0,
+            isum: 0,
+            fmin: f64::INFINITY,
+            fmax: f64::NEG_INFINITY,
+            imin: i128::MAX,
+            imax: i128::MIN,
+            mean: 0.0,
+            m2: 0.0,
+        }
+    }
+}
+
+/// Decoding of one element type.
+trait Elem: Copy {
+    const SIZE: usize;
+    fn load<const BIG: bool>(bytes: &[u8]) -> Self;
+    fn to_f64(self) -> f64;
+    fn to_i128(self) -> i128;
+}
+
+macro_rules! elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn load<const BIG: bool>(bytes: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                if BIG { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { self as f64 }
+            #[inline(always)]
+            fn to_i128(self) -> i128 { self as i128 }
+        }
+    )*};
+}
+elem!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// NumPy's uniform-bin histogram (rule 6), shared by all workers.
+#[derive(Debug)]
+struct HistogramState {
+    lo: f64,
+    hi: f64,
+    edges: Vec<f64>,
+    counts: Vec<AtomicU64>,
+}
+
+impl HistogramState {
+    fn new(bins: usize, lo: f64, hi: f64) -> HistogramState {
+        // numpy.linspace: step = (hi - lo) / bins; edge_i = i * step + lo; last edge = hi.
+        let step = (hi - lo) / bins as f64;
+        let mut edges: Vec<f64> = (0..=bins).map(|i| i as f64 * step + lo).collect();
+        edges[bins] = hi;
+        HistogramState { lo, hi, edges, counts: (0..bins).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    /// The bin of `x`, or `None` if it is outside `[lo, hi]` or NaN. Mirrors
+    /// `numpy/lib/_histograms_impl.py` (uniform-bins branch of `histogram`).
+    #[inline]
+    fn bin(&self, x: f64) -> Option<usize> {
+        if !(x >= self.lo && x <= self.hi) {
+            return None;
+        }
+        let bins = self.counts.len();
+        let f = ((x - self.lo) / (self.hi - self.lo)) * bins as f64;
+        let mut i = (f as usize).min(bins);
+        if i == bins {
+            i -= 1;
+        }
+        if x < self.edges[i] {
+            i = i.saturating_sub(1);
+        } else if i != bins - 1 && x >= self.edges[i + 1] {
+            i += 1;
+        }
+        Some(i)
+    }
+}
+
+/// The stats kernel over blocks of one element type.
+#[derive(Debug)]
+pub struct StatsKernel {
+    dtype: Dtype,
+    histogram: Option<HistogramState>,
+}
+
+impl StatsKernel {
+    /// A kernel for `dtype`, counting a histogram of `(bins, lo, hi)` if given (see
+    /// [`StatsConfig::histogram`]).
+    pub fn new(dtype: Dtype, histogram: Option<(usize, f64, f64)>) -> StatsKernel {
+        StatsKernel {
+            dtype,
+            histogram: histogram.map(|(b, lo, hi)| HistogramState::new(b, lo, hi)),
+        }
+    }
+
+    /// Bytes of state this kernel holds (reserved from the budget by [`stats`]).
+    pub fn state_bytes(&self) -> u64 {
+        self.histogram.as_ref().map_or(0, |h| h.counts.len() as u64 * 16 + 8)
+    }
+
+    fn block<T: Elem, const BIG: bool>(&self, data: &[u8]) -> BlockStats {
+        let size = T::SIZE;
+        let n_all = data.len() / size;
+        let x = |i: usize| T::load::<BIG>(&data[i * size..(i + 1) * size]);
+        let mut s = BlockStats::empty();
+        s.total = n_all as u64;
+        let mut local = self
+            .histogram
+            .as_ref()
+            .filter(|h| h.counts.len() <= LOCAL_BINS_MAX)
+            .map(|h| vec![0u64; h.counts.len()]);
+        let mut count_bin = |v: f64| {
+            if let Some(h) = &self.histogram {
+                if let Some(i) = h.bin(v) {
+                    match &mut local {
+                        Some(l) => l[i] += 1,
+                        // Relaxed: the counts order nothing; the run's join publishes them.
+                        None => _ = h.counts[i].fetch_add(1, Ordering::Relaxed),
+                    }
+                }
+            }
+        };
+        if self.dtype.scalar.is_float() {
+            let (mut nan, mut lo, mut hi) = (0u64, f64::INFINITY, f64::NEG_INFINITY);
+            for c in data.chunks_exact(size) {
+                let v = T::load::<BIG>(c).to_f64();
+                if v.is_nan() {
+                    nan += 1;
+                } else {
+                    lo = if v < lo { v } else { lo };
+                    hi = if v > hi { v } else { hi };
+                    count_bin(v);
+                }
+            }
+            let sum = pairwise::sum(0, n_all, &|i| {
+                let v = x(i).to_f64();
+                if v.is_nan() { 0.0 } else { v }
+            });
+            s.nan = nan;
+            s.n = n_all as u64 - nan;
+            s.fsum = sum;
+            (s.fmin, s.fmax) = (lo, hi);
+            if s.n > 0 {
+                let mean = sum / s.n as f64;
+                s.mean = mean;
+                s.m2 = pairwise::sum(0, n_all, &|i| {
+                    let v = x(i).to_f64();
+                    if v.is_nan() {
+                        0.0
+                    } else {
+                        let d = v - mean;
+                        d * d
+                    }
+                });
+            }
+        } else {
+            let (mut lo, mut hi, mut sum) = (i128::MAX, i128::MIN, 0i128);
+            // Elements of at most 32 bits are summed in i64 chunks of 2^16 (|sum| < 2^48), which
+            // is exact and cheaper than i128 adds; 64-bit elements go straight to i128.
+            for chunk in data.chunks(size << 16) {
+                if size <= 4 {
+                    let mut part = 0i64;
+                    for c in chunk.chunks_exact(size) {
+                        let v = T::load::<BIG>(c).to_i128();
+                        part += v as i64;
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                    }
+                    sum += part as i128;
+                } else {
+                    for c in chunk.chunks_exact(size) {
+                        let v = T::load::<BIG>(c).to_i128();
+                        sum += v;
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                    }
+                }
+                if self.histogram.is_some() {
+                    for c in chunk.chunks_exact(size) {
+                        count_bin(T::load::<BIG>(c).to_f64());
+                    }
+                }
+            }
+            s.n = n_all as u64;
+            s.isum = sum;
+            (s.imin, s.imax) = (lo, hi);
+            if n_all > 0 {
+                let mean = sum as f64 / n_all as f64;
+                s.mean = mean;
+                s.m2 = pairwise::sum(0, n_all, &|i| {
+                    let d = x(i).to_f64() - mean;
+                    d * d
+                });
+            }
+        }
+        if let (Some(l), Some(h)) = (local, &self.histogram) {
+            for (count, shared) in l.iter().zip(&h.counts) {
+                if *count > 0 {
+                    shared.fetch_add(*count, Ordering::Relaxed);
+                }
+            }
+        }
+        s
+    }
+
+    /// Folds the partials of a run, in stream order, into the figures of rules 1–6. The
+    /// histogram is read from the shared counts (so call it once per run).
+    pub fn finish(&self, partials: &[BlockStats]) -> Figures {
+        let mut fold = StatsFold::default();
+        partials.iter().for_each(|p| fold.add(p));
+        fold.finish(self)
+    }
+}
+
+/// A running fold of [`BlockStats`] in stream order (rule 7); the sink of
+/// [`Pipeline::run_ordered`].
+#[derive(Debug, Clone)]
+pub struct StatsFold {
+    total: BlockStats,
+    fsum: Neumaier,
+}
+
+impl Default for StatsFold {
+    fn default() -> StatsFold {
+        StatsFold { total: BlockStats::empty(), fsum: Neumaier::default() }
+    }
+}
+
+impl StatsFold {
+    /// Adds the next block's figures. `(n, mean, m2)` merge by Chan et al. (rule 3).
+    pub fn add(&mut self, p: &BlockStats) {
+        let total = &mut self.total;
+        total.total += p.total;
+        total.nan += p.nan;
+        self.fsum.add(p.fsum);
+        total.isum += p.isum;
+        total.fmin = if p.fmin < total.fmin { p.fmin } else { total.fmin };
+        total.fmax = if p.fmax > total.fmax { p.fmax } else { total.fmax };
+        total.imin = total.imin.min(p.imin);
+        total.imax = total.imax.max(p.imax);
+        if p.n == 0 {
+            return;
+        }
+        if total.n == 0 {
+            (total.n, total.mean, total.m2) = (p.n, p.mean, p.m2);
+            return;
+        }
+        let (na, nb) = (total.n as f64, p.n as f64);
+        let n = na + nb;
+        let delta = p.mean - total.mean;
+        total.mean += delta * (nb / n);
+        total.m2 += p.m2 + delta * delta * (na * nb / n);
+        total.n += p.n;
+    }
+
+    /// The figures; the histogram is read from `kernel`'s shared counts.
+    pub fn finish(&self, kernel: &StatsKernel) -> Figures {
+        let total = &self.total;
+        let n = total.n;
+        let (sum, min, max) = if kernel.dtype.scalar.is_float() {
+            let some = |x| (n > 0).then_some(Number::Float(x));
+            (Number::Float(self.fsum.value()), some(total.fmin), some(total.fmax))
+        } else {
+            let some = |x| (n > 0).then_some(Number::Int(x));
+            (Number::Int(total.isum), some(total.imin), some(total.imax))
+        };
+        let histogram = kernel.histogram.as_ref().map(|h| Histogram {
+            edges: h.edges.clone(),
+            counts: h.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+        });
+        Figures {
+            count: total.total,
+            nan_count: total.nan,
+            sum,
+            min,
+            max,
+            mean: (n > 0).then(|| Number::Float(sum.as_f64() / n as f64)),
+            variance: (n > 0).then(|| Number::Float(total.m2 / n as f64)),
+            variance_sample: (n > 1).then(|| Number::Float(total.m2 / (n - 1) as f64)),
+            histogram,
+        }
+    }
+}
+
+/// The figures of rules 1–6, without file or run details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    /// Elements (rule 1).
+    pub count: u64,
+    /// NaNs.
+    pub nan_count: u64,
+    /// Sum.
+    pub sum: Number,
+    /// Minimum.
+    pub min: Option<Number>,
+    /// Maximum.
+    pub max: Option<Number>,
+    /// Mean.
+    pub mean: Option<Number>,
+    /// Population variance.
+    pub variance: Option<Number>,
+    /// Sample variance.
+    pub variance_sample: Option<Number>,
+    /// Histogram.
+    pub histogram: Option<Histogram>,
+}
+
+impl BlockKernel for StatsKernel {
+    type Partial = BlockStats;
+
+    fn process(&self, block: &Block<'_>) -> BlockStats {
+        let data = block.data;
+        // Contract rule 8 and `open_array` make every block whole elements.
+        debug_assert_eq!(data.len() % self.dtype.itemsize(), 0);
+        let big = self.dtype.endian == Endian::Big;
+        macro_rules! dispatch {
+            ($($s:ident => $t:ty),*) => {
+                match (self.dtype.scalar, big) {
+                    $((Scalar::$s, false) => self.block::<$t, false>(data),
+                      (Scalar::$s, true) => self.block::<$t, true>(data),)*
+                }
+            };
+        }
+        dispatch!(F32 => f32, F64 => f64, I8 => i8, I16 => i16, I32 => i32, I64 => i64,
+                  U8 => u8, U16 => u16, U32 => u32, U64 => u64)
+    }
+}
+
+/// Computes the statistics of the array in `path` in one pass of `pipeline` (rules 1–8),
+/// reserving the kernel's state from `budget` before the pass.
+pub fn stats(
+    path: &Path,
+    config: &StatsConfig,
+    pipeline: &Pipeline,
+    budget: &Budget,
+) -> Result<StatsReport, KernelError> {
+    let histogram = config.histogram()?;
+    let info = open_array(path, config)?;
+    let kernel = StatsKernel::new(info.dtype, histogram);
+    let _state = budget.reserve("the stats histogram", kernel.state_bytes())?;
+    let itemsize = NonZeroUsize::new(info.dtype.itemsize()).expect("item sizes are 1..=8");
+    let mut plan = Plan::new(RecordLayout::Fixed(itemsize));
+    if info.data_len() > 0 {
+        plan.push_extent(path, info.data_offset, info.data_len())?;
+    }
+    let mut fold = StatsFold::default();
+    let run = pipeline.run_ordered(&plan, &kernel, |p| fold.add(&p))?;
+    let f = fold.finish(&kernel);
+    Ok(StatsReport {
+        file: path.to_path_buf(),
+        format: if info.npy.is_some() { "npy" } else { "raw" },
+        dtype: info.dtype.descr(),
+        fortran_order: info.npy.as_ref().is_some_and(|h| h.fortran_order),
+        shape: info.shape,
+        count: f.count,
+        nan_count: f.nan_count,
+        sum: f.sum,
+        min: f.min,
+        max: f.max,
+        mean: f.mean,
+        variance: f.variance,
+        variance_sample: f.variance_sample,
+        histogram: f.histogram,
+        run,
+    })
+}
+
+#[cfg(test)]
+mod tests;
