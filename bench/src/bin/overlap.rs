@@ -254,6 +254,23 @@ impl Runner {
     }
 }
 
+/// User + system CPU seconds of this process so far (all threads; /proc counts in 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The 1-minute load average (how busy the shared machine was).
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -403,9 +420,12 @@ fn measure(args: Args, path: &Path, size_hint: u64, workers: usize) -> anyhow::R
     for k in 0..reps {
         let mut t = std::collections::BTreeMap::new();
         let mut stats = serde_json::Map::new();
+        let mut cpu = std::collections::BTreeMap::new();
+        let load_start = loadavg();
         let order = ["io", "compute", "ioc", "sync"];
         for i in 0..order.len() {
             let name = order[(i + k) % order.len()];
+            let cpu0 = cpu_seconds();
             let m = match name {
                 "io" => r.run(Engine::Ioc, &NoOp, true)?,
                 "compute" => {
@@ -421,12 +441,15 @@ fn measure(args: Args, path: &Path, size_hint: u64, workers: usize) -> anyhow::R
             if (name == "ioc" || name == "sync") && *checksum.get_or_insert(m.sum) != m.sum {
                 bail!("{name} run gave a different checksum from an earlier run");
             }
+            cpu.insert(name, (cpu_seconds() - cpu0) / (m.wall * workers as f64));
             t.insert(name, m.wall);
             stats.insert(name.to_string(), m.stats);
         }
         if !no_warm {
             warm_up(path)?;
+            let cpu0 = cpu_seconds();
             let m = r.run(Engine::Ioc, &work, false)?;
+            cpu.insert("ioc_warm", (cpu_seconds() - cpu0) / (m.wall * workers as f64));
             t.insert("ioc_warm", m.wall);
             stats.insert("ioc_warm".into(), m.stats);
         }
@@ -448,7 +471,12 @@ fn measure(args: Args, path: &Path, size_hint: u64, workers: usize) -> anyhow::R
             t["ioc"] / bound,
             t["sync"] / bound
         );
-        rows.push(json!({"seconds": t, "run_stats": stats}));
+        rows.push(json!({
+            "seconds": t,
+            "cpu_share": cpu,
+            "loadavg_1min": [load_start, loadavg()],
+            "run_stats": stats,
+        }));
     }
 
     println!(
@@ -467,13 +495,19 @@ fn measure(args: Args, path: &Path, size_hint: u64, workers: usize) -> anyhow::R
     let col = |key: &str| -> Vec<f64> {
         rows.iter().filter_map(|r| r["seconds"][key].as_f64()).collect()
     };
-    println!("seconds, median (min-max):");
+    println!(
+        "seconds, median (min-max); CPU share = process CPU time / (wall x {workers} workers), median:"
+    );
     let mut secs = serde_json::Map::new();
+    let mut shares = serde_json::Map::new();
     for key in ["io", "compute", "ioc", "sync", "ioc_warm"] {
         let v = col(key);
         if !v.is_empty() {
-            println!("  T_{key:9} {}", fmt(&v));
+            let share: Vec<f64> =
+                rows.iter().filter_map(|r| r["cpu_share"][key].as_f64()).collect();
+            println!("  T_{key:9} {}   CPU share {:.2}", fmt(&v), median(&share));
             secs.insert(key.into(), summary(&v));
+            shares.insert(key.into(), summary(&share));
         }
     }
     let doc = json!({
@@ -490,6 +524,7 @@ fn measure(args: Args, path: &Path, size_hint: u64, workers: usize) -> anyhow::R
             "compute_over_io": summary(&achieved),
             "ioc_warm_over_compute": summary(&q_warm),
             "seconds": secs,
+            "cpu_share": shares,
         },
         "reps": rows,
         "environment": {
