@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -162,16 +163,20 @@ def warm_up(path: Path) -> float | None:
     return cached_fraction(path)
 
 
-def timed(argv: list[str], ok_codes=(0,), shell: bool = False, env=None) -> tuple[float, str, str]:
-    """Runs a command; returns (wall seconds, stdout, stderr). Raises BenchError on a bad exit."""
+def timed(argv: list[str], ok_codes=(0,), shell: bool = False, env=None) -> tuple[float, str, str, float]:
+    """Runs a command; returns (wall seconds, stdout, stderr, CPU seconds of the command: user +
+    system of all its threads and children). Raises BenchError on a bad exit."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(argv, capture_output=True, text=True, shell=shell, env=env)
     wall = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     if r.returncode not in ok_codes:
         cmd = argv if isinstance(argv, str) else " ".join(map(str, argv))
         err = (r.stderr.strip().splitlines() or ["(no stderr)"])[-1]
         raise BenchError(f"`{cmd}` exited {r.returncode}: {err}")
-    return wall, r.stdout, r.stderr
+    return wall, r.stdout, r.stderr, cpu
 
 
 def sluice_json(stdout: str, what: str) -> dict:
