@@ -74,9 +74,9 @@ pub enum Error {
         /// Number of processes.
         p: Pid,
     },
-    /// At a sync, the messages that start or end at a process exceeded its queue capacity: each
-    /// put or get counts once at its origin and once at its target (fatal, the puts were
-    /// already accepted).
+    /// At a sync (`Checked` backend), the messages that start or end at a process exceeded its
+    /// queue capacity: each put or get counts once at its origin and once at its target (fatal:
+    /// the puts were already accepted).
     #[error("process {pid}: {count} messages start or end here, capacity is {capacity}")]
     QueueOverflow {
         /// The overflowing process.

@@ -42,7 +42,7 @@
 //! | check | fast path (threads backend) | `Checked` backend ([`ExecConfig::checked`], `SLUICE_BSP_CHECKED=1`) |
 //! |---|---|---|
 //! | message queue capacity, origin end | at put/get: `QueueFull`, mitigable, no effect | same |
-//! | message queue capacity, both ends | at sync: `QueueOverflow`, fatal | same |
+//! | message queue capacity, target ends | accepted (LPF: undefined; queues grow on demand) | at sync: `QueueOverflow`, fatal |
 //! | register capacity | at registration: `RegisterFull`, mitigable, no effect | same |
 //! | resize that cannot be allocated | at the call: `OutOfMemory`, mitigable | same |
 //! | unknown pid, unknown slot, local slot as remote target | at put/get: fatal | same |

@@ -13,10 +13,11 @@
 //!    memory its requests touch, finished its data phase. Processes with no traffic leave right
 //!    after B1, so an empty sync costs one barrier.
 //! 4. Capacities: a put/get needs room for its origin end (and its target end when the target is
-//!    the caller) in the queue capacity in force, else `QueueFull` with no effect. At the sync,
-//!    every process checks origin + target ends of its messages against its capacity
-//!    (`QueueOverflow`, fatal). Resizes and capacities apply at the end of the next sync; the
-//!    last call wins.
+//!    the caller) in the queue capacity in force, else `QueueFull` with no effect. Under the
+//!    `Checked` backend every process also checks, at the sync, origin + target ends of its
+//!    messages against its capacity (`QueueOverflow`, fatal); the fast path accepts an excess
+//!    of target ends (LPF leaves it undefined; the pair queues grow on demand). Resizes apply at
+//!    the end of the next sync; the last call wins.
 //! 5. Failure: a fatal error poisons the context and sets the group's `fail_epoch` to the first
 //!    barrier this process will not enter; every peer waiting in (or later entering) that
 //!    barrier fails with `PeerFailed`. A process that returns from its SPMD function does the
@@ -776,7 +777,7 @@ impl Ctx {
                 self.partners.push(j);
             }
         }
-        if count > self.msg_capacity {
+        if g.checked && count > self.msg_capacity {
             let capacity = self.msg_capacity;
             err = Some(Error::QueueOverflow { pid: me as Pid, count, capacity });
         }
