@@ -76,7 +76,8 @@ impl Scalar {
         }
     }
 
-    /// Parses a short name (`f64`) or a numpy name (`float64`, `int32`, `uint8`).
+    /// Parses a short name (`f64`), a numpy name (`float64`, `int32`, `uint8`) or a numpy code
+    /// (`f8`, `i4`, `u1`; but `i8`/`u8` are the 8-bit types).
     pub fn parse(text: &str) -> Option<Scalar> {
         let t = text.trim().to_ascii_lowercase();
         let t = match t.as_str() {
@@ -92,7 +93,16 @@ impl Scalar {
             "uint64" => "u64",
             other => other,
         };
-        Scalar::ALL.into_iter().find(|s| s.name() == t)
+        if let Some(s) = Scalar::ALL.into_iter().find(|s| s.name() == t) {
+            return Some(s);
+        }
+        // numpy's codes (f8, i4, u2), where they do not clash with ours: `i8` and `u8` above
+        // are the 8-bit types, as `--dtype` documents, not numpy's 8-byte ones.
+        let mut code = t.chars();
+        match (code.next(), code.as_str().parse()) {
+            (Some(kind @ ('f' | 'i' | 'u')), Ok(size)) => Scalar::from_numpy(kind, size),
+            _ => None,
+        }
     }
 
     /// The numpy kind character and size of a descr (`f`, 8).
@@ -191,5 +201,25 @@ impl fmt::Display for Dtype {
         } else {
             write!(f, "{} {}-endian", self.scalar.name(), self.endian.name())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_numpy_codes_parse_and_i8_is_the_8_bit_type() {
+        for s in Scalar::ALL {
+            assert_eq!(Scalar::parse(s.name()), Some(s));
+        }
+        assert_eq!(Scalar::parse("i8"), Some(Scalar::I8));
+        assert_eq!(Scalar::parse("u8"), Some(Scalar::U8));
+        assert_eq!(Scalar::parse("f8"), Some(Scalar::F64));
+        assert_eq!(Scalar::parse("i4"), Some(Scalar::I32));
+        assert_eq!(Scalar::parse("float32"), Some(Scalar::F32));
+        assert_eq!(Scalar::parse("f16"), None);
+        assert_eq!(Dtype::new(Scalar::I32, Endian::Big).descr(), ">i4");
+        assert_eq!(Dtype::new(Scalar::U8, Endian::Big).descr(), "|u1");
     }
 }
