@@ -1,0 +1,121 @@
+//! The one error type of sluice-graph.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in import, the store and the algorithms. Variants carry what a
+/// user needs to find the fault: the file and line, the store file, the vertex id.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A line of a text input could not be parsed.
+    #[error("{path}:{line}: {msg}")]
+    Parse {
+        /// The input file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A record of a binary input is unusable.
+    #[error("{path}: record {record} (byte {offset}): {msg}")]
+    BadRecord {
+        /// The input file.
+        path: PathBuf,
+        /// 0-based record index.
+        record: u64,
+        /// Byte offset of the record.
+        offset: u64,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The input as a whole is unusable (empty graph, missing key, bad header ...).
+    #[error("{path}: {msg}")]
+    Input {
+        /// The file (or folder) concerned.
+        path: PathBuf,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A store file fails its checksum, is truncated or is inconsistent.
+    #[error("{path}: corrupt store: {msg}")]
+    Corrupt {
+        /// The store file.
+        path: PathBuf,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The store was written by another version of the format.
+    #[error("{path}: store format version {found}, this sluice reads version {expected}")]
+    Version {
+        /// `meta.json`.
+        path: PathBuf,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads and writes.
+        expected: u64,
+    },
+    /// The file system has too little room for the store.
+    #[error("{path}: not enough free space: about {needed} bytes needed, {available} available")]
+    NoSpace {
+        /// The directory that would be written.
+        path: PathBuf,
+        /// Estimated bytes needed.
+        needed: u64,
+        /// Bytes free.
+        available: u64,
+    },
+    /// An I/O error on a named file (ENOSPC included: see [`Error::is_no_space`]).
+    #[error("{path}: {what}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        what: String,
+        /// The kernel's answer.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An error from the block pipeline.
+    #[error("block pipeline")]
+    Pipeline(#[from] sluice_io::IoError),
+    /// A vertex id given by the user is not a vertex of the graph.
+    #[error("vertex {id} is not in the graph")]
+    NoSuchVertex {
+        /// The original id.
+        id: u64,
+    },
+    /// An option value is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// The graph is too large for this format version.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The import was interrupted by a signal; temporary files were removed.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    /// Returns true if and only if the error is a full file system (ENOSPC).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::NoSpace { .. } => true,
+            Error::Io { source, .. } => source.raw_os_error() == Some(28),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, what: &str, source: std::io::Error) -> Error {
+        let what = if source.raw_os_error() == Some(28) {
+            format!("{what}: no space left on device (free some space or use --tmp-dir)")
+        } else {
+            what.to_string()
+        };
+        Error::Io { path: path.into(), what, source }
+    }
+
+    pub(crate) fn corrupt(path: impl Into<PathBuf>, msg: impl Into<String>) -> Error {
+        Error::Corrupt { path: path.into(), msg: msg.into() }
+    }
+}

@@ -1,0 +1,347 @@
+//! The grid store: the on-disk form of a graph (`DESIGN.md`, "Grid store").
+//!
+//! # Layout (format version 1)
+//! A directory holding:
+//!
+//! | file | contents |
+//! |---|---|
+//! | `meta.json` | format name and version, \|V\|, \|E\|, P, partition size, flags, the length and CRC-32 of every other file, and its own CRC-32 (`meta_crc32`, see rule 3) |
+//! | `ids.bin` | original id of each dense id, `u64` LE; strictly increasing (dense order = original order) |
+//! | `out_degree.bin`, `in_degree.bin` | `u32` LE per vertex, counted over the stored edges |
+//! | `fwd.index` | `(P²+1)` `u64` LE edge offsets, then `P²` `u32` LE block CRC-32s |
+//! | `fwd.edges` | every stored edge s→d, 4 bytes: `s − start(sp)` then `d − start(dp)`, each `u16` LE |
+//! | `fwd.weights` | weighted graphs only: one `f64` LE per edge, in the order of `fwd.edges` |
+//! | `rev.index`, `rev.edges`, `rev.weights` | directed graphs only: the same for the transposed graph (every edge d→s) |
+//!
+//! # Contract
+//! 1. Vertices are cut into `P` partitions of `partition_size` consecutive dense ids
+//!    (`partition_size` ≤ 65536 and a multiple of 64), so partition-relative ids fit a `u16`:
+//!    a pass reads 4 bytes per edge.
+//! 2. Block `(sp, dp)` holds the edges from partition `sp` to partition `dp`; blocks are stored
+//!    column-major (`b = dp·P + sp`), so all the blocks into one destination partition (a
+//!    column) are one sequential range; a row is P ranges listed by the index. Inside a block,
+//!    edges are sorted by `(d, s)`.
+//! 3. Every file has its CRC-32 in `meta.json`; `meta.json` carries its own CRC-32, computed
+//!    over the file's bytes with the eight hex digits of `meta_crc32` replaced by `0`s. Every
+//!    block also has its own CRC-32 in the index, checked whenever the block is read.
+//! 4. Undirected graphs store both directions of every edge (a self loop once); directed
+//!    graphs store the transposed grid too (`rev.*`) so passes can follow in-edges and
+//!    out-edges. Duplicate edges and self loops are kept unless the import used `--simple`.
+//! 5. A store is written in a temporary directory beside its target and renamed into place,
+//!    so a reader never sees half a store.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// The format version this build reads and writes.
+pub const FORMAT_VERSION: u64 = 1;
+/// The `format` field of `meta.json`.
+pub const FORMAT_NAME: &str = "sluice-grid";
+/// Bytes per stored edge (two `u16` partition-relative ids).
+pub const EDGE_BYTES: u64 = 4;
+/// Largest partition: relative ids must fit a `u16`.
+pub const MAX_PARTITION_SIZE: u64 = 1 << 16;
+/// Largest P of format version 1 (the index has P² entries).
+pub const MAX_PARTITIONS: u64 = 4096;
+
+/// Length and CRC-32 of one store file.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileSum {
+    /// Bytes.
+    pub len: u64,
+    /// CRC-32 (IEEE) of the whole file.
+    pub crc32: u32,
+}
+
+/// Contents of `meta.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// [`FORMAT_VERSION`] when written by this build.
+    pub format_version: u64,
+    /// |V|, isolated vertices included.
+    pub num_vertices: u64,
+    /// Edges stored in the forward grid (both directions of an undirected edge count).
+    pub num_edges: u64,
+    /// Edges read from the input (one per line or record), before `--simple`.
+    pub input_edges: u64,
+    /// Whether edges are directed.
+    pub directed: bool,
+    /// Whether `*.weights` files exist.
+    pub weighted: bool,
+    /// Whether self loops and duplicate edges were removed at import.
+    pub simple: bool,
+    /// Self loops among the stored edges.
+    pub self_loops: u64,
+    /// P: partitions per side of the grid.
+    pub partitions: u64,
+    /// Vertices per partition (the last one may be short).
+    pub partition_size: u64,
+    /// The input format the store was imported from.
+    pub source_format: String,
+    /// Every other file: name → length and CRC-32.
+    pub files: BTreeMap<String, FileSum>,
+    /// CRC-32 of this file (contract rule 3), 8 lowercase hex digits.
+    pub meta_crc32: String,
+}
+
+impl Meta {
+    /// Partition of dense vertex `v`.
+    pub fn partition_of(&self, v: u64) -> u64 {
+        v / self.partition_size
+    }
+    /// First dense id of partition `p`.
+    pub fn partition_start(&self, p: u64) -> u64 {
+        p * self.partition_size
+    }
+    /// Vertices in partition `p`.
+    pub fn partition_len(&self, p: u64) -> u64 {
+        self.partition_size.min(self.num_vertices.saturating_sub(p * self.partition_size))
+    }
+}
+
+/// Chooses P and the partition size for `n` vertices (contract rule 1).
+pub fn layout_for(n: u64) -> Result<(u64, u64), Error> {
+    if n <= MAX_PARTITION_SIZE {
+        let size = n.div_ceil(64).max(1) * 64;
+        return Ok((1, size));
+    }
+    let p = n.div_ceil(MAX_PARTITION_SIZE);
+    if p > MAX_PARTITIONS {
+        return Err(Error::TooLarge(format!(
+            "{n} vertices: store format {FORMAT_VERSION} holds at most {} vertices",
+            MAX_PARTITIONS * MAX_PARTITION_SIZE
+        )));
+    }
+    Ok((p, MAX_PARTITION_SIZE))
+}
+
+/// A file being written with its length and CRC-32 tracked.
+#[derive(Debug)]
+pub(crate) struct SumWriter {
+    w: BufWriter<File>,
+    hasher: crc32fast::Hasher,
+    len: u64,
+    path: PathBuf,
+}
+
+impl SumWriter {
+    pub(crate) fn create(path: &Path) -> Result<SumWriter, Error> {
+        let f = File::create(path).map_err(|e| Error::io(path, "cannot create", e))?;
+        Ok(SumWriter {
+            w: BufWriter::with_capacity(1 << 20, f),
+            hasher: crc32fast::Hasher::new(),
+            len: 0,
+            path: path.to_path_buf(),
+        })
+    }
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.hasher.update(bytes);
+        self.len += bytes.len() as u64;
+        self.w.write_all(bytes).map_err(|e| Error::io(&self.path, "write failed", e))
+    }
+    pub(crate) fn finish(mut self) -> Result<FileSum, Error> {
+        self.w.flush().map_err(|e| Error::io(&self.path, "write failed", e))?;
+        let f = self.w.into_inner().map_err(|e| Error::io(&self.path, "write failed", e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.path, "fsync failed", e))?;
+        Ok(FileSum { len: self.len, crc32: self.hasher.finalize() })
+    }
+}
+
+/// Writes a whole small file and returns its sum.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<FileSum, Error> {
+    let mut w = SumWriter::create(path)?;
+    w.write(bytes)?;
+    w.finish()
+}
+
+/// Serializes `meta` with its own checksum (contract rule 3) into `dir/meta.json`.
+pub(crate) fn write_meta(dir: &Path, meta: &mut Meta) -> Result<(), Error> {
+    meta.meta_crc32 = "00000000".into();
+    let mut text = serde_json::to_vec_pretty(meta).map_err(|e| Error::Config(e.to_string()))?;
+    text.push(b'\n');
+    let crc = crc32fast::hash(&text);
+    meta.meta_crc32 = format!("{crc:08x}");
+    let text = String::from_utf8(text)
+        .map_err(|e| Error::Config(e.to_string()))?
+        .replacen("\"meta_crc32\": \"00000000\"", &format!("\"meta_crc32\": \"{crc:08x}\""), 1);
+    write_file(&dir.join("meta.json"), text.as_bytes())?;
+    Ok(())
+}
+
+/// Reads and checks `dir/meta.json`: the format name and version first (so another version is
+/// reported as such), then its own checksum.
+pub fn read_meta(dir: &Path) -> Result<Meta, Error> {
+    let path = dir.join("meta.json");
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, "cannot read store metadata", e))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupt(&path, format!("not valid JSON ({e})")))?;
+    if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        return Err(Error::corrupt(&path, "not a sluice grid store (format field)"));
+    }
+    let version = value
+        .get("format_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| Error::corrupt(&path, "format_version missing"))?;
+    if version != FORMAT_VERSION {
+        return Err(Error::Version { path, found: version, expected: FORMAT_VERSION });
+    }
+    let key = b"\"meta_crc32\": \"";
+    let pos = memchr::memmem::find_iter(&bytes, key).collect::<Vec<_>>();
+    let [pos] = pos[..] else {
+        return Err(Error::corrupt(&path, "meta_crc32 missing or repeated"));
+    };
+    let start = pos + key.len();
+    let hex = bytes.get(start..start + 8).ok_or_else(|| Error::corrupt(&path, "truncated"))?;
+    let stored = std::str::from_utf8(hex)
+        .ok()
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or_else(|| Error::corrupt(&path, "meta_crc32 is not hex"))?;
+    let mut zeroed = bytes.clone();
+    zeroed[start..start + 8].copy_from_slice(b"00000000");
+    let actual = crc32fast::hash(&zeroed);
+    if actual != stored || bytes.get(start + 8) != Some(&b'"') {
+        return Err(Error::corrupt(
+            &path,
+            format!("checksum mismatch (stored {stored:08x}, computed {actual:08x})"),
+        ));
+    }
+    let meta: Meta =
+        serde_json::from_value(value).map_err(|e| Error::corrupt(&path, e.to_string()))?;
+    check_meta(&path, &meta)?;
+    Ok(meta)
+}
+
+fn check_meta(path: &Path, m: &Meta) -> Result<(), Error> {
+    let bad = |msg: &str| Err(Error::corrupt(path, msg.to_string()));
+    if m.num_vertices == 0 {
+        return bad("no vertices");
+    }
+    match layout_for(m.num_vertices) {
+        Ok((p, size)) if p == m.partitions && size == m.partition_size => {}
+        _ => return bad("partitions do not match the vertex count"),
+    }
+    let mut need = vec!["ids.bin", "out_degree.bin", "in_degree.bin", "fwd.index", "fwd.edges"];
+    if m.weighted {
+        need.push("fwd.weights");
+    }
+    if m.directed {
+        need.extend(["rev.index", "rev.edges"]);
+        if m.weighted {
+            need.push("rev.weights");
+        }
+    }
+    for name in need {
+        if !m.files.contains_key(name) {
+            return bad(&format!("file {name} not listed"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a whole store file and checks it against its listed length and CRC-32.
+pub(crate) fn read_checked(dir: &Path, meta: &Meta, name: &str) -> Result<Vec<u8>, Error> {
+    let path = dir.join(name);
+    let sum = meta.files.get(name).ok_or_else(|| Error::corrupt(&path, "not listed in meta.json"))?;
+    let mut bytes = Vec::new();
+    File::open(&path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| Error::io(&path, "cannot read store file", e))?;
+    if bytes.len() as u64 != sum.len {
+        return Err(Error::corrupt(
+            &path,
+            format!("{} bytes, meta.json says {}", bytes.len(), sum.len),
+        ));
+    }
+    let crc = crc32fast::hash(&bytes);
+    if crc != sum.crc32 {
+        return Err(Error::corrupt(
+            &path,
+            format!("checksum mismatch (stored {:08x}, computed {crc:08x})", sum.crc32),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// CRC-32 and length of a whole file, read in 4 MiB pieces.
+pub(crate) fn file_sum(path: &Path) -> Result<FileSum, Error> {
+    let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut len = 0u64;
+    loop {
+        let k = f.read(&mut buf).map_err(|e| Error::io(path, "read failed", e))?;
+        if k == 0 {
+            break;
+        }
+        h.update(&buf[..k]);
+        len += k as u64;
+    }
+    Ok(FileSum { len, crc32: h.finalize() })
+}
+
+/// The index of one grid: edge offsets and block checksums.
+#[derive(Debug, Clone)]
+pub struct GridIndex {
+    /// `P²+1` edge offsets, column-major blocks.
+    pub offsets: Vec<u64>,
+    /// `P²` block CRC-32s (of the block's bytes in `*.edges`).
+    pub crcs: Vec<u32>,
+}
+
+impl GridIndex {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.offsets.len() * 8 + self.crcs.len() * 4);
+        for o in &self.offsets {
+            out.extend_from_slice(&o.to_le_bytes());
+        }
+        for c in &self.crcs {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        out
+    }
+
+    pub(crate) fn from_bytes(path: &Path, bytes: &[u8], p: u64, edges: u64) -> Result<GridIndex, Error> {
+        let blocks = (p * p) as usize;
+        if bytes.len() != (blocks + 1) * 8 + blocks * 4 {
+            return Err(Error::corrupt(path, "index has the wrong length"));
+        }
+        let (o, c) = bytes.split_at((blocks + 1) * 8);
+        let offsets: Vec<u64> =
+            o.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect();
+        let crcs = c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect();
+        if offsets[0] != 0 || offsets[blocks] != edges || offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::corrupt(path, "index offsets are not monotone or do not end at |E|"));
+        }
+        Ok(GridIndex { offsets, crcs })
+    }
+
+    /// Edges in block `b`.
+    pub fn block_edges(&self, b: usize) -> u64 {
+        self.offsets[b + 1] - self.offsets[b]
+    }
+}
+
+/// Bytes free on the file system holding `dir`.
+pub fn free_space(dir: &Path) -> Result<u64, Error> {
+    let st = rustix::fs::statvfs(dir)
+        .map_err(|e| Error::io(dir, "cannot query free space", std::io::Error::from(e)))?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Decodes little-endian `u64`s.
+pub(crate) fn u64s(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect()
+}
+
+/// Decodes little-endian `u32`s.
+pub(crate) fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect()
+}

@@ -1,0 +1,83 @@
+//! `sluice graph verify`: checks a whole store.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use crate::store::{self, EDGE_BYTES, GridIndex};
+use crate::Error;
+
+/// What [`verify`] checked.
+#[derive(Debug, Clone)]
+pub struct VerifyReport {
+    /// Files whose length and CRC-32 matched `meta.json`.
+    pub files: usize,
+    /// Blocks whose CRC-32 matched the index.
+    pub blocks: u64,
+    /// Edges whose ids were checked to lie inside their partitions.
+    pub edges: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+/// Checks `meta.json` (its own checksum and version), the length and CRC-32 of every file, every
+/// block's CRC-32, that every stored id lies inside its partition, that ids are strictly
+/// increasing and that degrees add up to |E|. The first fault is the error.
+pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
+    let meta = store::read_meta(dir)?;
+    let mut report = VerifyReport { files: 0, blocks: 0, edges: 0, bytes: 0 };
+    for (name, sum) in &meta.files {
+        let path = dir.join(name);
+        let got = store::file_sum(&path)?;
+        if got.len != sum.len {
+            return Err(Error::corrupt(&path, format!("{} bytes, meta.json says {}", got.len, sum.len)));
+        }
+        if got.crc32 != sum.crc32 {
+            return Err(Error::corrupt(&path, format!("checksum mismatch (stored {:08x}, computed {:08x})", sum.crc32, got.crc32)));
+        }
+        report.files += 1;
+        report.bytes += got.len;
+    }
+    let ids = store::u64s(&store::read_checked(dir, &meta, "ids.bin")?);
+    if ids.len() as u64 != meta.num_vertices || ids.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::corrupt(dir.join("ids.bin"), "not |V| strictly increasing ids"));
+    }
+    for name in ["out_degree.bin", "in_degree.bin"] {
+        let d = store::u32s(&store::read_checked(dir, &meta, name)?);
+        let total: u64 = d.iter().map(|&x| x as u64).sum();
+        if d.len() as u64 != meta.num_vertices || total != meta.num_edges {
+            return Err(Error::corrupt(dir.join(name), "degrees do not add up to |E|"));
+        }
+    }
+    let p = meta.partitions;
+    let grids: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
+    for g in grids {
+        let iname = format!("{g}.index");
+        let index = GridIndex::from_bytes(&dir.join(&iname), &store::read_checked(dir, &meta, &iname)?, p, meta.num_edges)?;
+        let epath = dir.join(format!("{g}.edges"));
+        let mut f = File::open(&epath).map_err(|e| Error::io(&epath, "cannot open", e))?;
+        let mut buf = Vec::new();
+        for b in 0..(p * p) as usize {
+            let (sp, dp) = ((b as u64) % p, (b as u64) / p);
+            let len = (index.block_edges(b) * EDGE_BYTES) as usize;
+            buf.resize(len, 0);
+            f.read_exact(&mut buf).map_err(|e| Error::io(&epath, "read failed", e))?;
+            if crc32fast::hash(&buf) != index.crcs[b] {
+                return Err(Error::corrupt(&epath, format!("block ({sp}, {dp}) fails its checksum")));
+            }
+            let (slen, dlen) = (meta.partition_len(sp), meta.partition_len(dp));
+            let mut prev = (0u32, 0u32);
+            for e in buf.chunks_exact(4) {
+                let s = u16::from_le_bytes([e[0], e[1]]) as u32;
+                let d = u16::from_le_bytes([e[2], e[3]]) as u32;
+                if s as u64 >= slen || d as u64 >= dlen || (d, s) < prev {
+                    return Err(Error::corrupt(&epath, format!("block ({sp}, {dp}) holds an edge outside its partitions or out of order")));
+                }
+                prev = (d, s);
+            }
+            report.blocks += 1;
+            report.edges += index.block_edges(b);
+        }
+    }
+    Ok(report)
+}
