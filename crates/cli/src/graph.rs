@@ -365,7 +365,7 @@ fn report(a: &AlgoArgs, g: &Graph, name: &str, secs: f64, load: f64, extra: serd
         for (id, v) in &top {
             say!("{id} {v}");
         }
-        esay!(
+        eprintln!(
             "{name}: {:.3} s, {} passes, {} edges streamed ({:.1} M edges/s), {} bytes read ({:.2} bytes/edge){}",
             secs,
             st.passes,
