@@ -1,1 +1,247 @@
+//! Grep against a naive reference: the whole file in memory, cut into records with a plain loop,
+//! each record searched alone with a regex built with default flags (so `^`/`$` are the record's
+//! edges). It shares no search code with the kernel.
+
+use proptest::prelude::*;
+use regex::bytes::Regex;
+use sluice_io::PipelineBuilder;
+
 use super::*;
+
+/// Cuts `data` into records the plain way (rule 1).
+fn records(data: &[u8], record_size: Option<usize>) -> Vec<(u64, &[u8])> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    match record_size {
+        Some(n) => {
+            while start < data.len() {
+                let end = (start + n).min(data.len());
+                out.push((start as u64, &data[start..end]));
+                start = end;
+            }
+        }
+        None => {
+            for (i, &b) in data.iter().enumerate() {
+                if b == b'\n' {
+                    out.push((start as u64, &data[start..i]));
+                    start = i + 1;
+                }
+            }
+            if start < data.len() {
+                out.push((start as u64, &data[start..]));
+            }
+        }
+    }
+    out
+}
+
+/// (records matched, matches, listed records).
+fn naive(data: &[u8], config: &GrepConfig) -> (u64, u64, Vec<RecordMatch>) {
+    let pattern =
+        if config.fixed_strings { regex::escape(&config.pattern) } else { config.pattern.clone() };
+    let pattern = if config.ignore_case { format!("(?i){pattern}") } else { pattern };
+    let re = Regex::new(&pattern).unwrap();
+    let (mut n, mut m, mut list) = (0, 0, Vec::new());
+    for (offset, record) in records(data, config.record_size) {
+        let k = re.find_iter(record).count() as u64;
+        if k > 0 {
+            n += 1;
+            m += k;
+            list.push(RecordMatch { offset, record: record.to_vec() });
+        }
+    }
+    (n, m, list)
+}
+
+fn run(path: &Path, config: &GrepConfig, block_size: usize) -> GrepReport {
+    let pipeline = PipelineBuilder::new().block_size(block_size).build().unwrap();
+    grep(path, config, &pipeline, &Budget::unlimited()).unwrap()
+}
+
+fn check(data: &[u8], config: &GrepConfig, block_size: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("g.txt");
+    std::fs::write(&p, data).unwrap();
+    let (n, m, list) = naive(data, config);
+    for count_matches in [false, true] {
+        let config = GrepConfig { count_matches, count: false, ..config.clone() };
+        let r = run(&p, &config, block_size);
+        let what = format!("{config:?} on {:?}", String::from_utf8_lossy(data));
+        assert_eq!(r.records_matched, n, "{what}");
+        assert_eq!(r.count, if count_matches { m } else { n }, "{what}");
+        assert_eq!(r.matches.as_ref(), Some(&list), "{what}");
+    }
+}
+
+fn config(pattern: &str) -> GrepConfig {
+    GrepConfig::new(pattern)
+}
+
+#[test]
+fn rule1_lines_last_line_without_newline_and_cr_is_ordinary() {
+    let data = b"abc\r\nxbc\nabc";
+    check(data, &config("abc"), 4096);
+    check(data, &config("c$"), 4096);
+    check(data, &config("\\r$"), 4096);
+    check(b"", &config(""), 4096);
+    check(b"\n\n", &config("^$"), 4096);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("e.txt");
+    std::fs::write(&p, b"").unwrap();
+    assert_eq!(run(&p, &config("x*"), 4096).count, 0, "an empty file has no records");
+}
+
+#[test]
+fn rule1_record_size_zero_is_an_error_and_short_last_record_counts() {
+    let err =
+        GrepKernel::new(&GrepConfig { record_size: Some(0), ..config("a") }, Budget::unlimited())
+            .unwrap_err();
+    assert!(err.to_string().contains("record_size"), "{err}");
+    let fixed = |p: &str| GrepConfig { record_size: Some(3), ..config(p) };
+    check(b"abcdefgh", &fixed("gh"), 4096);
+    check(b"abcdefgh", &fixed("^gh$"), 4096);
+}
+
+#[test]
+fn rule2_a_match_never_crosses_a_record_boundary() {
+    // Lines: patterns that can match '\n' in a block search.
+    for p in ["a\\nb", "a\\sb", "[^x]+b", "a(?s:.)b", "\\Ab", "a\\z"] {
+        check(b"xa\nbx\nab\n", &config(p), 4096);
+    }
+    // Fixed records: a literal or a regex across the seam between records.
+    let fixed =
+        |p: &str, f: bool| GrepConfig { record_size: Some(3), fixed_strings: f, ..config(p) };
+    check(b"abcdefcde", &fixed("cd", true), 4096);
+    check(b"abcdefcde", &fixed("cd", false), 4096);
+    check(b"abcbcd", &fixed("^b", false), 4096);
+    check(b"abcbcd", &fixed("c\\b", false), 4096);
+}
+
+#[test]
+fn rule3_count_count_matches_and_offsets() {
+    let data = b"aa aa\nb\naaaa\n";
+    check(data, &config("aa"), 4096);
+    check(data, &GrepConfig { fixed_strings: true, ..config("aa") }, 4096);
+    check(data, &config("a*"), 4096);
+    check(data, &GrepConfig { fixed_strings: true, ..config("") }, 4096);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.txt");
+    std::fs::write(&p, data).unwrap();
+    let r = run(&p, &GrepConfig { count_matches: true, ..config("aa") }, 4096);
+    assert_eq!((r.count, r.records_matched, r.matches_total), (4, 2, Some(4)));
+    let offsets: Vec<u64> = run(&p, &GrepConfig { count: false, ..config("a") }, 4096)
+        .matches
+        .unwrap()
+        .iter()
+        .map(|m| m.offset)
+        .collect();
+    assert_eq!(offsets, vec![0, 8]);
+}
+
+#[test]
+fn rule4_literals_regexes_case_and_invalid_utf8() {
+    let data = b"x.y\nxzy\n\xff\xfeA.B\nab\n";
+    check(data, &GrepConfig { fixed_strings: true, ..config(".") }, 4096);
+    check(data, &config("x.y"), 4096);
+    check(data, &GrepConfig { ignore_case: true, ..config("a.b") }, 4096);
+    check(data, &GrepConfig { ignore_case: true, fixed_strings: true, ..config("A.b") }, 4096);
+    let err = GrepKernel::new(&config("a("), Budget::unlimited()).unwrap_err();
+    assert!(matches!(err, KernelError::Pattern { .. }) && err.to_string().contains("a("), "{err}");
+    assert_eq!(escape_bytes(b"a\xffb\xc3\xa9\\"), "a\\xffb\u{e9}\\");
+}
+
+#[test]
+fn rule5_two_runs_give_identical_bytes() {
+    let data: Vec<u8> = (0..20_000u32)
+        .flat_map(|i| format!("line {i} {}\n", i * 7919 % 1000).into_bytes())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.txt");
+    std::fs::write(&p, &data).unwrap();
+    let c = GrepConfig { count: false, ..config("9[0-9]7") };
+    let out = |r: GrepReport| serde_json::to_vec(&(r.count, r.matches)).unwrap();
+    assert_eq!(out(run(&p, &c, 4096)), out(run(&p, &c, 4096)));
+    assert_eq!(out(run(&p, &c, 4096)), out(run(&p, &c, 1 << 20)));
+}
+
+#[test]
+fn rule6_listed_matches_beyond_the_budget_are_an_error() {
+    let data = vec![b'a'; 1 << 20];
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.txt");
+    std::fs::write(&p, &data).unwrap();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let total = sluice_io::memory::BASELINE_BYTES + threads * MATCHER_CACHE_BYTES + 4096;
+    let budget = Budget::new(total).unwrap();
+    let pipeline = PipelineBuilder::new().block_size(65536).build().unwrap();
+    let c = GrepConfig { record_size: Some(100), count: false, ..config("a") };
+    let err = grep(&p, &c, &pipeline, &budget).unwrap_err();
+    assert!(err.to_string().contains("matching records"), "{err}");
+    // Counting needs no such memory.
+    let c = GrepConfig { count: true, ..c };
+    assert_eq!(grep(&p, &c, &pipeline, &budget).unwrap().count, (1 << 20) / 100 + 1);
+}
+
+#[test]
+fn grep_with_streams_in_file_order_and_stops_on_sink_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.txt");
+    let data: Vec<u8> = (0..5000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+    std::fs::write(&p, &data).unwrap();
+    let pipeline = PipelineBuilder::new().block_size(4096).build().unwrap();
+    let c = GrepConfig { count: false, ..config("7$") };
+    let mut seen = Vec::new();
+    let r = grep_with(&p, &c, &pipeline, &Budget::unlimited(), |m| {
+        seen.push(m.offset);
+        Ok::<(), KernelError>(())
+    })
+    .unwrap();
+    assert_eq!(seen.len() as u64, r.count);
+    assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    let mut calls = 0;
+    let err = grep_with(&p, &c, &pipeline, &Budget::unlimited(), |_| {
+        calls += 1;
+        Err(KernelError::BadOption { key: "sink".into(), reason: "full".into() })
+    })
+    .unwrap_err();
+    assert_eq!((calls, err.to_string().contains("sink")), (1, true));
+}
+
+#[test]
+fn hints_set_the_same_fields_as_flags() {
+    let mut c = config("x");
+    c.apply_hints(&[("fixed-strings", "true"), ("record_size", "128"), ("count-matches", "yes")])
+        .unwrap();
+    assert!(c.fixed_strings && c.count_matches && c.record_size == Some(128));
+    let err = c.apply_hints(&[("record_size", "big")]).unwrap_err().to_string();
+    assert!(err.contains("record_size") && err.contains("big"), "{err}");
+    let err = c.apply_hints(&[("colour", "1")]).unwrap_err().to_string();
+    assert!(err.contains("colour") && err.contains("record_size"), "{err}");
+}
+
+const PATTERNS: &[&str] = &[
+    "a", "ab", "b\\r", "^a", "a$", "^$", "a\\sb", "[^a]+b", "\\ba", "a\\b", "(ab|ba)+", "x*",
+    "\\Aa", "",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Rules 1, 2 and 5: over random files of a, b, space, \r, \n, random block sizes and both
+    /// layouts, the kernel finds exactly what the per-record reference finds.
+    #[test]
+    fn stitching_and_block_search_agree_with_the_reference(
+        data in prop::collection::vec(prop::sample::select(b"aab \r\n\n".to_vec()), 0..20_000),
+        pattern in prop::sample::select(PATTERNS),
+        fixed in any::<bool>(),
+        record_size in prop::option::of(1usize..300),
+        k in 1usize..4,
+    ) {
+        let c = GrepConfig {
+            fixed_strings: fixed && !pattern.contains('\\'),
+            record_size,
+            ..config(pattern)
+        };
+        check(&data, &c, 4096 * k);
+    }
+}
