@@ -115,7 +115,13 @@ fn exec_args(s: Pid, args: LpfArgs) -> LpfArgs {
     if s == 0 {
         args
     } else {
-        LpfArgs { input: std::ptr::null(), input_size: 0, output: std::ptr::null_mut(), output_size: 0, ..args }
+        LpfArgs {
+            input: std::ptr::null(),
+            input_size: 0,
+            output: std::ptr::null_mut(),
+            output_size: 0,
+            ..args
+        }
     }
 }
 
@@ -130,9 +136,12 @@ unsafe fn exec(ctx: LpfCtx, p: LpfPid, spmd: CSpmd, args: LpfArgs) -> LpfErr {
     // SAFETY: forwarded contract.
     match unsafe { target(ctx) } {
         None => ERR_FATAL,
-        Some(Target::Root) => {
-            code(sluice_bsp::exec_with(&machine::root_config(machine::root_p()), p, body, Args::none()))
-        }
+        Some(Target::Root) => code(sluice_bsp::exec_with(
+            &machine::root_config(machine::root_p()),
+            p,
+            body,
+            Args::none(),
+        )),
         Some(Target::Section(c)) => code(c.exec(p, body, Args::none())),
     }
 }
@@ -454,4 +463,3 @@ pub unsafe extern "C" fn lpf_pthread_finalize(init: LpfCtx) -> LpfErr {
         SUCCESS
     })
 }
-

@@ -50,6 +50,28 @@ if [ ! -f "$so" ] || [ ! -f "$archive" ]; then
     finish
 fi
 
+# ---- headers alone: strict C99 and, where a C++ compiler exists, C++ -------------------------
+printf '#include <lpf/core.h>\n#include <lpf/abort.h>\n#include <lpf/pthread.h>\nint main(void) { return LPF_SUCCESS; }\n' >"$work/headers.c"
+if "$CC" -std=c99 -pedantic -Wall -Wextra -Werror -I"$include" -c "$work/headers.c" \
+        -o "$work/headers.o" >"$work/headers.cc" 2>&1; then
+    pass "headers_c99_pedantic"
+else
+    fail "headers_c99_pedantic" "the headers do not compile as strict C99" "$work/headers.cc"
+fi
+CXX=${CXX:-c++}
+if command -v "$CXX" >/dev/null 2>&1; then
+    cp "$work/headers.c" "$work/headers.cpp"
+    if "$CXX" -Wall -Wextra -Werror -I"$include" "$work/headers.cpp" -o "$work/headers_cxx" \
+            -L"$libdir" -Wl,-rpath,"$libdir" -lsluice_lpf -lpthread -ldl -lm >"$work/headers.cxx" 2>&1 \
+        && "$work/headers_cxx"; then
+        pass "headers_cxx_link"
+    else
+        fail "headers_cxx_link" "the headers do not compile or link as C++" "$work/headers.cxx"
+    fi
+else
+    echo "skipping headers_cxx_link: no C++ compiler ($CXX)"
+fi
+
 # ---- compile -------------------------------------------------------------------------------
 declare -A built
 for src in "$here"/c/*.c; do

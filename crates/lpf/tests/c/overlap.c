@@ -27,25 +27,43 @@ static void interval(int pattern, lpf_pid_t k, lpf_pid_t p, size_t n, size_t *lo
 
 static void check_serialisable(const unsigned char *d, int pattern, lpf_pid_t p, size_t n) {
     static unsigned char after[MAXP][MAXP];
+    size_t cuts[2 * MAXP + 2];
+    size_t ncuts = 0;
     memset(after, 0, sizeof after);
-    for (size_t x = 0; x < n; ++x) {
-        unsigned w = d[x];
+    /* The interval ends cut [0, n) into segments over which the set of writers is constant. */
+    cuts[ncuts++] = 0;
+    cuts[ncuts++] = n;
+    for (lpf_pid_t k = 0; k < p; ++k) {
+        size_t lo, hi;
+        interval(pattern, k, p, n, &lo, &hi);
+        cuts[ncuts++] = lo;
+        cuts[ncuts++] = hi;
+    }
+    for (size_t i = 1; i < ncuts; ++i) /* insertion sort: at most 2p + 2 cuts */
+        for (size_t j = i; j > 0 && cuts[j - 1] > cuts[j]; --j) {
+            size_t t = cuts[j]; cuts[j] = cuts[j - 1]; cuts[j - 1] = t;
+        }
+    for (size_t c = 0; c + 1 < ncuts; ++c) {
+        size_t a = cuts[c], b = cuts[c + 1];
+        if (a == b) continue;
+        unsigned char covers[MAXP] = {0}, won[MAXP] = {0};
         int covered = 0;
         for (lpf_pid_t k = 0; k < p; ++k) {
             size_t lo, hi;
             interval(pattern, k, p, n, &lo, &hi);
-            if (x >= lo && x < hi) covered = 1;
+            if (a >= lo && b <= hi) { covers[k] = 1; covered = 1; }
         }
-        if (!covered) { CHECK(w == 0); continue; }
-        CHECK(w >= 1 && w <= p);
-        size_t wlo, whi;
-        interval(pattern, w - 1, p, n, &wlo, &whi);
-        CHECK(x >= wlo && x < whi);
-        for (lpf_pid_t k = 0; k < p; ++k) {
-            size_t lo, hi;
-            interval(pattern, k, p, n, &lo, &hi);
-            if (k != w - 1 && x >= lo && x < hi) after[w - 1][k] = 1;
+        for (size_t x = a; x < b; ++x) {
+            unsigned w = d[x];
+            if (!covered) { CHECK(w == 0); continue; }
+            CHECK(w >= 1 && w <= p && covers[w - 1]);
+            won[w - 1] = 1;
         }
+        /* "w won somewhere here" orders w after every other writer of this segment. */
+        for (lpf_pid_t w = 0; w < p; ++w)
+            if (won[w])
+                for (lpf_pid_t k = 0; k < p; ++k)
+                    if (k != w && covers[k]) after[w][k] = 1;
     }
     /* Transitive closure; a cycle means no serialisation explains the bytes. */
     for (lpf_pid_t m = 0; m < p; ++m)
