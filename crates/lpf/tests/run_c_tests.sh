@@ -148,6 +148,11 @@ run_case probe_measured  probe           0 '^probe ok$' 1 "${P4[@]}" LPF_MAX_SEC
 run_case probe_default   probe           0 '^probe ok$' 1 LPF_MAX_PROCS=2 LPF_MAX_SECONDS_FOR_PROBE=0
 run_case rehook          rehook          0 '^rehook ok$' 1 "${P4[@]}"
 run_case hook_pthread    hook_pthread    0 '^hook_pthread ok$' 1
+# The same programs under sluice-bsp's Checked backend (overlap and collective-order checks).
+run_case alg12_checked   algorithms_1_2  0 'gerr=0$' 4 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- 100 10
+run_case put_get_checked put_get         0 '^put_get ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
+run_case overlap_checked overlap         0 '^overlap ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
+run_case rehook_checked  rehook          0 '^rehook ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 for label in probe_measured probe_default; do
     [ -f "$work/$label.out" ] && grep '^probe:' "$work/$label.out" | sed "s/^/    $label /"
 done

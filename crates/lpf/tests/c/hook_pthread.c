@@ -1,7 +1,8 @@
 /*
  * lpf_hook from existing threads: NT user threads call lpf_pthread_initialize
  * with their own pid, then lpf_hook twice with the same init object (each
- * thread passing its own args), then lpf_pthread_finalize.
+ * thread passing its own args), a hook whose section fails (FATAL on every thread),
+ * a third good hook, then lpf_pthread_finalize.
  */
 #include <lpf/core.h>
 #include <lpf/pthread.h>
@@ -30,6 +31,13 @@ void allsum(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     *(int *)args.output = sum;
 }
 
+/* The last thread leaves at once: the others' sync and every lpf_hook return FATAL. */
+void leaves(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
+    (void)args;
+    if (s == p - 1) return;
+    CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_ERR_FATAL);
+}
+
 static int results[NT][2];
 
 static void *thread_main(void *arg) {
@@ -42,6 +50,12 @@ static void *thread_main(void *arg) {
         lpf_args_t args = {&in, sizeof in, &results[pid][round], sizeof(int), NULL, 0};
         CHECK_RC(lpf_hook(init, allsum, args), LPF_SUCCESS);
     }
+    CHECK_RC(lpf_hook(init, leaves, LPF_NO_ARGS), LPF_ERR_FATAL);
+    /* The init object stays usable after a failed section. */
+    int in = (int)(pid * pid), again = -1;
+    lpf_args_t args = {&in, sizeof in, &again, sizeof(int), NULL, 0};
+    CHECK_RC(lpf_hook(init, allsum, args), LPF_SUCCESS);
+    CHECK(again == 0 + 1 + 4);
     CHECK_RC(lpf_pthread_finalize(init), LPF_SUCCESS);
     return NULL;
 }
