@@ -18,7 +18,7 @@ if [ $# -ne 1 ]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 crate=$(dirname "$here")
-libdir=$(cd "$1" && pwd) || { echo "no such directory: $1" >&2; exit 2; }
+libdir=$(cd "$1" 2>/dev/null && pwd) || libdir=$1
 include="$crate/include"
 so="$libdir/libsluice_lpf.so"
 archive="$libdir/libsluice_lpf.a"
