@@ -639,6 +639,8 @@ struct RawEdges {
     src: Vec<u64>,
     dst: Vec<u64>,
     w: Vec<f64>,
+    /// Text: file offset of each edge's line (for `file:line` errors).
+    offsets: Vec<u64>,
 }
 
 /// A parse failure: byte offset in the file (of the line start) and message.
@@ -735,6 +737,7 @@ fn parse_text(data: &[u8], base: u64, r: &TextRules) -> Result<RawEdges, ParseFa
         }
         out.src.push(ids[0]);
         out.dst.push(ids[1]);
+        out.offsets.push(line_start);
     }
     Ok(out)
 }
@@ -819,7 +822,7 @@ fn line_of(f: &EdgeFile, offset: u64) -> Result<u64, Error> {
 fn for_each_chunk<T: Send>(
     source: &Source,
     pipeline: &Pipeline,
-    per_chunk: &(dyn Fn(RawEdges) -> Result<T, String> + Sync),
+    per_chunk: &(dyn Fn(RawEdges) -> Result<T, (usize, String)> + Sync),
     sink: &mut dyn FnMut(T),
 ) -> Result<(), Error> {
     for f in &source.files {
@@ -864,9 +867,7 @@ fn for_each_chunk<T: Send>(
                 let cut = if k == 0 { carry.len() } else { memchr::memrchr(b'\n', &carry).map_or(0, |i| i + 1) };
                 if cut > 0 {
                     let piece: Vec<u8> = carry.drain(..cut).collect();
-                    let res = parse(&piece, base).and_then(|raw| {
-                        per_chunk(raw).map_err(|msg| ParseFail { offset: base, msg })
-                    });
+                    let res = parse(&piece, base).and_then(|raw| run_chunk(per_chunk, raw, base, rec_len(&f.kind)));
                     base += piece.len() as u64;
                     match res {
                         Ok(t) => sink(t),
@@ -898,18 +899,19 @@ fn for_each_chunk<T: Send>(
         }
         struct K<'a, T> {
             parse: &'a (dyn Fn(&[u8], u64) -> Result<RawEdges, ParseFail> + Sync),
-            per_chunk: &'a (dyn Fn(RawEdges) -> Result<T, String> + Sync),
+            per_chunk: &'a (dyn Fn(RawEdges) -> Result<T, (usize, String)> + Sync),
             offset: u64,
+            rec: u64,
         }
         impl<T: Send> BlockKernel for K<'_, T> {
             type Partial = Result<T, ParseFail>;
             fn process(&self, b: &Block<'_>) -> Self::Partial {
                 let base = self.offset + b.stream_offset;
                 let raw = (self.parse)(b.data, base)?;
-                (self.per_chunk)(raw).map_err(|msg| ParseFail { offset: base, msg })
+                run_chunk(self.per_chunk, raw, base, self.rec)
             }
         }
-        let kernel = K { parse: &parse, per_chunk, offset };
+        let kernel = K { parse: &parse, per_chunk, offset, rec: rec_len(&f.kind) };
         let stop = AtomicBool::new(false);
         pipeline.run_ordered(&plan, &kernel, |p| {
             if stop.load(Ordering::Relaxed) {
@@ -928,6 +930,35 @@ fn for_each_chunk<T: Send>(
         }
     }
     Ok(())
+}
+
+/// Bytes per record of a binary file (0 for text).
+fn rec_len(kind: &FileKind) -> u64 {
+    match *kind {
+        FileKind::Text { .. } => 0,
+        FileKind::Bin { id_bytes, weight } => {
+            (2 * id_bytes) as u64
+                + match weight {
+                    BinWeight::None => 0,
+                    BinWeight::F32 => 4,
+                    BinWeight::F64 => 8,
+                }
+        }
+    }
+}
+
+/// Runs `per_chunk`, turning an error about edge `i` into a failure at that edge's offset.
+fn run_chunk<T>(
+    per_chunk: &(dyn Fn(RawEdges) -> Result<T, (usize, String)> + Sync),
+    mut raw: RawEdges,
+    base: u64,
+    rec: u64,
+) -> Result<T, ParseFail> {
+    let offsets = std::mem::take(&mut raw.offsets);
+    per_chunk(raw).map_err(|(i, msg)| ParseFail {
+        offset: offsets.get(i).copied().unwrap_or(base + i as u64 * rec),
+        msg,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1037,7 +1068,7 @@ fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<Vec<u64>, Er
         }
         Vertices::FromEdges => {
             let mut c = IdCollector::default();
-            let per_chunk = |raw: RawEdges| -> Result<Vec<u64>, String> {
+            let per_chunk = |raw: RawEdges| -> Result<Vec<u64>, (usize, String)> {
                 let mut v = raw.src;
                 v.extend_from_slice(&raw.dst);
                 v.sort_unstable();
@@ -1148,12 +1179,12 @@ fn bucket_edges(
     route: &Route,
 ) -> Result<u64, Error> {
     let mut input_edges = 0u64;
-    let per_chunk = |raw: RawEdges| -> Result<(Vec<u32>, Vec<u32>, Vec<f64>), String> {
+    let per_chunk = |raw: RawEdges| -> Result<(Vec<u32>, Vec<u32>, Vec<f64>), (usize, String)> {
         let mut s = Vec::with_capacity(raw.src.len());
         let mut d = Vec::with_capacity(raw.src.len());
-        for (&a, &b) in raw.src.iter().zip(&raw.dst) {
-            let x = lookup.get(a).ok_or_else(|| format!("vertex {a} is not in the vertex file"))?;
-            let y = lookup.get(b).ok_or_else(|| format!("vertex {b} is not in the vertex file"))?;
+        for (i, (&a, &b)) in raw.src.iter().zip(&raw.dst).enumerate() {
+            let x = lookup.get(a).ok_or_else(|| (i, format!("vertex {a} is not in the vertex file")))?;
+            let y = lookup.get(b).ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
             s.push(x);
             d.push(y);
         }
