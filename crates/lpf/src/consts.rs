@@ -7,7 +7,7 @@
 //!    `LPF_ROOT`, NULL `LPF_NONE`/`LPF_INIT_NONE`, all-zero `LPF_NO_ARGS`/`LPF_INVALID_MACHINE`,
 //!    `LPF_HAS_ABORT` 2 (as LPF's pthread engine).
 //! 2. The library never compares a context with the *address* of `LPF_ROOT`, only with its value
-//!    [`ROOT`]: a non-PIE program copies data symbols into itself (copy relocations), so the
+//!    [`root()`]: a non-PIE program copies data symbols into itself (copy relocations), so the
 //!    address it sees differs from ours while the value is the same.
 
 use std::ffi::{c_int, c_uint, c_void};
