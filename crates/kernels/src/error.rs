@@ -113,12 +113,11 @@ pub enum KernelError {
         known: &'static str,
     },
     /// The pattern does not compile.
-    #[error("bad pattern {pattern:?}")]
+    #[error("bad pattern {pattern:?}: {reason}")]
     Pattern {
         /// The pattern.
         pattern: String,
-        /// The regex crate's explanation.
-        #[source]
-        source: regex::Error,
+        /// The regex crate's explanation, on one line.
+        reason: String,
     },
 }

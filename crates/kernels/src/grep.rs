@@ -104,6 +104,21 @@ impl GrepConfig {
     }
 }
 
+/// The regex crate's error on one line: its syntax errors span several lines (the pattern, a
+/// caret, then `error: what`); keep `what` and the caret's byte offset.
+fn one_line(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let reason = lines.iter().rev().find_map(|l| l.strip_prefix("error: "));
+    let caret = lines.iter().find_map(|l| l.trim_end().ends_with('^').then(|| l.find('^')));
+    match (reason, caret.flatten()) {
+        // The syntax error's first lines are "regex parse error:", "    PATTERN".
+        (Some(r), Some(col)) => format!("{r} at byte {}", col.saturating_sub(4)),
+        (Some(r), None) => r.to_string(),
+        _ => lines.join(" "),
+    }
+}
+
 /// One matching record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMatch {
@@ -229,9 +244,9 @@ impl GrepKernel {
                 .multi_line(lines)
                 .case_insensitive(config.ignore_case)
                 .build()
-                .map_err(|source| KernelError::Pattern {
+                .map_err(|e| KernelError::Pattern {
                     pattern: config.pattern.clone(),
-                    source,
+                    reason: one_line(&e),
                 })?;
             let looks = regex_syntax::ParserBuilder::new()
                 .utf8(false)

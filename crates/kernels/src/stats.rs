@@ -444,9 +444,10 @@ impl StatsKernel {
         }
     }
 
-    /// Bytes of state this kernel holds (reserved from the budget by [`stats`]).
-    pub fn state_bytes(&self) -> u64 {
-        self.histogram.as_ref().map_or(0, |h| h.counts.len() as u64 * 16 + 8)
+    /// Bytes of state a kernel with this histogram holds (counts and edges; reserved from the
+    /// budget by [`stats`] before the kernel is made).
+    pub fn state_bytes_for(histogram: Option<(usize, f64, f64)>) -> u64 {
+        histogram.map_or(0, |(bins, _, _)| bins as u64 * 16 + 8)
     }
 
     fn block<T: Elem, const BIG: bool>(&self, data: &[u8]) -> BlockStats {
@@ -687,8 +688,10 @@ pub fn stats(
 ) -> Result<StatsReport, KernelError> {
     let histogram = config.histogram()?;
     let info = open_array(path, config)?;
+    // Reserve before allocating (contract rule 2 of sluice_io::memory): a histogram too big for
+    // the budget is refused without touching its memory.
+    let _state = budget.reserve("the stats histogram", StatsKernel::state_bytes_for(histogram))?;
     let kernel = StatsKernel::new(info.dtype, histogram);
-    let _state = budget.reserve("the stats histogram", kernel.state_bytes())?;
     let itemsize = NonZeroUsize::new(info.dtype.itemsize()).expect("item sizes are 1..=8");
     let mut plan = Plan::new(RecordLayout::Fixed(itemsize));
     if info.data_len() > 0 {
