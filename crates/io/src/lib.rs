@@ -30,13 +30,22 @@
 mod error;
 pub mod memory;
 pub mod output;
+mod pipeline;
 mod plan;
+mod pool;
+mod queue;
 pub mod reference;
 mod stats;
+mod stitch;
+mod sync_engine;
+mod sys;
+mod trace;
+mod uring;
 
 pub use error::IoError;
 pub use memory::{Budget, Reservation, parse_size};
 pub use output::OutputFile;
+pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 pub use plan::{Extent, Plan, RecordLayout};
 pub use stats::{Copies, FileAccess, RunStats};
 
@@ -89,6 +98,19 @@ pub enum DirectMode {
     Never,
 }
 
+/// How the IOC engine's I/O threads read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// io_uring, falling back to pread threads (and saying why in
+    /// [`RunStats::fallback_reason`]) when io_uring cannot be set up or `SLUICE_NO_URING=1`.
+    #[default]
+    Auto,
+    /// io_uring or an error ([`IoError::UringUnavailable`]).
+    Uring,
+    /// A pool of pread threads (`io_threads × queue_depth` of them, at most 64).
+    Pread,
+}
+
 /// The result of a run.
 #[derive(Debug)]
 pub struct Run<P> {
@@ -110,6 +132,8 @@ struct Config {
     budget: Option<Budget>,
     trace: Option<PathBuf>,
     progress: Option<Arc<AtomicU64>>,
+    backend: Backend,
+    inject_read_error: Option<u64>,
 }
 
 /// Builds a [`Pipeline`].
@@ -168,12 +192,24 @@ impl PipelineBuilder {
         self.config.progress = Some(counter);
         self
     }
+    /// How the IOC engine reads (default [`Backend::Auto`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.config.backend = backend;
+        self
+    }
+    /// Fault injection for tests: the read covering this stream offset fails with `EIO`, in
+    /// every engine and backend (the environment variable `SLUICE_INJECT_READ_ERROR` does the
+    /// same for a whole process, e.g. the CLI).
+    pub fn inject_read_error(mut self, stream_offset: u64) -> Self {
+        self.config.inject_read_error = Some(stream_offset);
+        self
+    }
     /// Checks the settings.
     pub fn build(self) -> Result<Pipeline, IoError> {
         let c = &self.config;
-        if c.block_size != 0 && c.block_size % 4096 != 0 {
+        if c.block_size != 0 && (c.block_size % 4096 != 0 || c.block_size > MAX_BLOCK_SIZE) {
             return Err(IoError::Config(format!(
-                "block size {} is not a multiple of 4096",
+                "block size {} is not a multiple of 4096 up to 1 GiB",
                 c.block_size
             )));
         }
@@ -205,7 +241,6 @@ impl Pipeline {
         K: BlockKernel,
         F: FnMut(K::Partial),
     {
-        let block_size = if self.config.block_size == 0 { 1 << 20 } else { self.config.block_size };
-        reference::run_ordered(plan, block_size, kernel, self.config.progress.as_deref(), sink)
+        pipeline::run_ordered(&self.config, plan, kernel, sink)
     }
 }

@@ -24,6 +24,9 @@ pub struct FileAccess {
     pub direct: bool,
     /// Share of its pages in the page cache when the run started (0..=1), if known.
     pub cached_fraction: Option<f64>,
+    /// Why it was read that way (the `--direct` setting, its residency, a file system that
+    /// refuses O_DIRECT).
+    pub reason: String,
 }
 
 /// Figures of one run, printed as the `run` object of every subcommand's JSON.

@@ -1,0 +1,177 @@
+//! Fixed pool of aligned buffers shared by I/O threads and compute workers.
+//!
+//! # Contract
+//! 1. Every buffer is [`ALIGN`]-aligned and `buf_size` bytes (a multiple of [`ALIGN`]), fit for
+//!    `O_DIRECT`.
+//! 2. A buffer has one owner at a time: the pool, one in-flight read, or one [`PoolBuf`].
+//!    Ownership moves by address (a `PoolBuf` is an index and a pointer), never by copy.
+//! 3. `acquire` waits while the pool is empty and returns `None` once the pool is closed
+//!    (a cancelled run); it never allocates. Memory is allocated once, in [`BufPool::new`], and
+//!    freed when the last `PoolBuf` and the pool itself are gone.
+//! 4. Buffers start zeroed, so reading any byte of one is defined even before a read fills it.
+//!
+//! # Threads and costs
+//! `BufPool` is `Send + Sync`. `acquire`/`release` are one lock of [`Queue`] each.
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::sync::Arc;
+
+use crate::queue::Queue;
+
+/// Alignment of every buffer and of every O_DIRECT offset and length.
+pub(crate) const ALIGN: usize = 4096;
+
+/// See the module contract.
+#[derive(Debug)]
+pub(crate) struct BufPool {
+    base: *mut u8,
+    layout: Layout,
+    buf_size: usize,
+    count: usize,
+    free: Queue<usize>,
+}
+
+// SAFETY: the pool owns the allocation behind `base`; the bytes of buffer `i` are touched only by
+// the unique owner of index `i` (contract rule 2, enforced by `free` handing each index out once),
+// so sharing the pool between threads shares no bytes.
+unsafe impl Send for BufPool {}
+// SAFETY: as for `Send`; every `&self` method goes through the `Queue`'s mutex.
+unsafe impl Sync for BufPool {}
+
+impl BufPool {
+    /// Allocates `count` buffers of `buf_size` bytes. `buf_size` must be a non-zero multiple of
+    /// [`ALIGN`] and `count` non-zero.
+    pub(crate) fn new(buf_size: usize, count: usize) -> std::io::Result<Arc<BufPool>> {
+        assert!(buf_size > 0 && buf_size % ALIGN == 0 && count > 0);
+        let total = buf_size
+            .checked_mul(count)
+            .ok_or_else(|| std::io::Error::other("buffer pool size overflows"))?;
+        let layout = Layout::from_size_align(total, ALIGN).map_err(std::io::Error::other)?;
+        // SAFETY: `layout` has a non-zero size (both factors are non-zero).
+        let base = unsafe { alloc_zeroed(layout) };
+        if base.is_null() {
+            return Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory));
+        }
+        let free = Queue::new();
+        (0..count).for_each(|i| free.push(i));
+        Ok(Arc::new(BufPool { base, layout, buf_size, count, free }))
+    }
+
+    /// A free buffer, waiting for one if needed; `None` once the pool is closed (rule 3).
+    pub(crate) fn acquire(self: &Arc<Self>) -> Option<PoolBuf> {
+        self.free.pop().map(|index| self.buf(index))
+    }
+
+    /// A free buffer if one is there now.
+    pub(crate) fn try_acquire(self: &Arc<Self>) -> Option<PoolBuf> {
+        self.free.try_pop().map(|index| self.buf(index))
+    }
+
+    /// Wakes every `acquire` and makes it return `None` from now on when the pool is empty.
+    pub(crate) fn close(&self) {
+        self.free.close();
+    }
+
+    fn buf(self: &Arc<Self>, index: usize) -> PoolBuf {
+        debug_assert!(index < self.count);
+        // SAFETY: index < count, so the offset stays inside the one allocation of
+        // `count * buf_size` bytes.
+        let ptr = unsafe { self.base.add(index * self.buf_size) };
+        PoolBuf { pool: self.clone(), index, ptr }
+    }
+}
+
+impl Drop for BufPool {
+    fn drop(&mut self) {
+        // SAFETY: `base` came from `alloc_zeroed(self.layout)`; the pool is dropped only when no
+        // `PoolBuf` is left (each holds an `Arc` to it), so nobody uses the bytes any more.
+        unsafe { dealloc(self.base, self.layout) }
+    }
+}
+
+/// The owner of one pool buffer (contract rule 2). Dropping it gives the buffer back.
+#[derive(Debug)]
+pub(crate) struct PoolBuf {
+    pool: Arc<BufPool>,
+    index: usize,
+    ptr: *mut u8,
+}
+
+// SAFETY: a `PoolBuf` is the unique owner of its bytes (rule 2), like a `Box<[u8]>`.
+unsafe impl Send for PoolBuf {}
+// SAFETY: `&PoolBuf` only gives out `&[u8]`; mutation needs `&mut PoolBuf`.
+unsafe impl Sync for PoolBuf {}
+
+impl PoolBuf {
+    /// The whole buffer.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` points at `buf_size` initialised bytes (rule 4) owned by `self` alone
+        // (rule 2) for as long as `self` lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.pool.buf_size) }
+    }
+
+    /// The whole buffer, writable.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.pool.buf_size) }
+    }
+
+    /// The start of the buffer, for a read the kernel completes later. Valid while `self` lives.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Bytes in the buffer.
+    pub(crate) fn len(&self) -> usize {
+        self.pool.buf_size
+    }
+}
+
+impl Drop for PoolBuf {
+    fn drop(&mut self) {
+        self.pool.free.push(self.index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_buffer_is_aligned_and_full_size() {
+        let pool = BufPool::new(2 * ALIGN, 3).unwrap();
+        let bufs: Vec<_> = (0..3).map(|_| pool.acquire().unwrap()).collect();
+        for b in &bufs {
+            assert_eq!(b.bytes().as_ptr() as usize % ALIGN, 0);
+            assert_eq!(b.len(), 2 * ALIGN);
+            assert!(b.bytes().iter().all(|&x| x == 0), "rule 4: buffers start zeroed");
+        }
+        let mut addrs: Vec<_> = bufs.iter().map(|b| b.bytes().as_ptr() as usize).collect();
+        addrs.sort();
+        addrs.dedup();
+        assert_eq!(addrs.len(), 3, "rule 2: each buffer has one owner");
+    }
+
+    #[test]
+    fn acquire_returns_none_once_closed_and_empty() {
+        let pool = BufPool::new(ALIGN, 1).unwrap();
+        let held = pool.acquire().unwrap();
+        assert!(pool.try_acquire().is_none());
+        pool.close();
+        assert!(pool.acquire().is_none());
+        drop(held);
+        assert!(pool.acquire().is_some(), "a buffer returned after close is handed out");
+    }
+
+    #[test]
+    fn buffer_moves_between_threads_by_address() {
+        let pool = BufPool::new(ALIGN, 2).unwrap();
+        let mut b = pool.acquire().unwrap();
+        b.bytes_mut()[0] = 42;
+        let addr = b.bytes().as_ptr() as usize;
+        let (got, addr2) =
+            std::thread::spawn(move || (b.bytes()[0], b.bytes().as_ptr() as usize)).join().unwrap();
+        assert_eq!((got, addr2), (42, addr));
+        assert_eq!(pool.try_acquire().into_iter().count(), 1);
+    }
+}

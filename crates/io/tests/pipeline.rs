@@ -1,0 +1,611 @@
+//! The engines against the naive reader (`sluice_io::reference`), through every path: IOC with
+//! io_uring (O_DIRECT and buffered), IOC with the pread fallback, and the sync engine.
+//!
+//! Rules named are those of `src/plan.rs` (plan rule N) and `src/pipeline.rs` (pipeline rule N).
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use proptest::prelude::*;
+use sluice_io::{
+    Backend, Block, BlockKernel, Budget, DirectMode, Engine, IoError, PipelineBuilder, Plan,
+    RecordLayout, RunStats, reference,
+};
+
+/// Hands back every record of every block, with the block's positions, after checking that the
+/// block holds whole records only.
+struct Records {
+    layout: RecordLayout,
+    stream_len: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    stream_offset: u64,
+    extent: usize,
+    extent_offset: u64,
+    records: Vec<Vec<u8>>,
+}
+
+impl BlockKernel for Records {
+    type Partial = Seen;
+    fn process(&self, block: &Block<'_>) -> Seen {
+        assert!(!block.data.is_empty(), "empty block");
+        let end = block.stream_offset + block.data.len() as u64;
+        let records: Vec<Vec<u8>> = match self.layout {
+            RecordLayout::Delimited(b) => {
+                let mut v: Vec<Vec<u8>> =
+                    block.data.split_inclusive(|&x| x == b).map(<[u8]>::to_vec).collect();
+                let last = v.last().unwrap();
+                assert!(
+                    last.ends_with(&[b]) || end == self.stream_len,
+                    "block at {} ends inside a record",
+                    block.stream_offset
+                );
+                v.retain(|r| !r.is_empty());
+                v
+            }
+            RecordLayout::Fixed(n) => {
+                assert_eq!(block.stream_offset % n.get() as u64, 0, "block starts mid-record");
+                assert!(
+                    block.data.len() % n.get() == 0 || end == self.stream_len,
+                    "block at {} ends inside a record",
+                    block.stream_offset
+                );
+                block.data.chunks(n.get()).map(<[u8]>::to_vec).collect()
+            }
+        };
+        Seen {
+            stream_offset: block.stream_offset,
+            extent: block.extent,
+            extent_offset: block.extent_offset,
+            records,
+        }
+    }
+}
+
+/// One way through the pipeline.
+#[derive(Debug, Clone, Copy)]
+struct Path_ {
+    name: &'static str,
+    engine: Engine,
+    backend: Backend,
+    direct: DirectMode,
+}
+
+const PATHS: [Path_; 5] = [
+    Path_ {
+        name: "ioc io_uring direct",
+        engine: Engine::Ioc,
+        backend: Backend::Uring,
+        direct: DirectMode::Always,
+    },
+    Path_ {
+        name: "ioc io_uring buffered",
+        engine: Engine::Ioc,
+        backend: Backend::Uring,
+        direct: DirectMode::Never,
+    },
+    Path_ {
+        name: "ioc pread direct",
+        engine: Engine::Ioc,
+        backend: Backend::Pread,
+        direct: DirectMode::Always,
+    },
+    Path_ {
+        name: "ioc pread buffered",
+        engine: Engine::Ioc,
+        backend: Backend::Pread,
+        direct: DirectMode::Never,
+    },
+    Path_ { name: "sync", engine: Engine::Sync, backend: Backend::Auto, direct: DirectMode::Auto },
+];
+
+/// Returns true if and only if io_uring works here; prints the skip reason once otherwise.
+fn has_uring() -> bool {
+    static PROBE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PROBE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("probe");
+        std::fs::write(&p, b"x\n").unwrap();
+        let plan = Plan::file(&p, RecordLayout::Delimited(b'\n')).unwrap();
+        let r = PipelineBuilder::new()
+            .backend(Backend::Uring)
+            .build()
+            .unwrap()
+            .run(&plan, &Records { layout: plan.layout(), stream_len: 2 });
+        match r {
+            Ok(_) => true,
+            Err(e) => {
+                println!("skipping io_uring paths: {e}");
+                false
+            }
+        }
+    })
+}
+
+/// Runs every case through every path and compares each with the reference reader (STYLE §7).
+struct IoTester {
+    block_size: usize,
+    queue_depth: usize,
+    workers: usize,
+}
+
+impl IoTester {
+    fn new() -> IoTester {
+        IoTester { block_size: 4096, queue_depth: 4, workers: 3 }
+    }
+
+    fn builder(&self, path: &Path_) -> PipelineBuilder {
+        PipelineBuilder::new()
+            .engine(path.engine)
+            .backend(path.backend)
+            .direct(path.direct)
+            .block_size(self.block_size)
+            .queue_depth(self.queue_depth)
+            .workers(self.workers)
+            .budget(Budget::unlimited())
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &'static Path_> {
+        let uring = has_uring();
+        PATHS.iter().filter(move |p| uring || p.backend != Backend::Uring)
+    }
+
+    /// Checks every path against the reference on `plan`; `stream` is the plan's bytes.
+    fn check(&self, plan: &Plan, stream: &[u8]) {
+        let kernel = Records { layout: plan.layout(), stream_len: plan.total_len() };
+        let expected = reference::run(plan, 4096, &kernel, None).unwrap();
+        let want: Vec<&Vec<u8>> = expected.partials.iter().flat_map(|s| &s.records).collect();
+        for path in self.paths() {
+            let progress = Arc::new(AtomicU64::new(0));
+            let run = self
+                .builder(path)
+                .progress(progress.clone())
+                .build()
+                .unwrap()
+                .run(plan, &kernel)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.name));
+            let got: Vec<&Vec<u8>> = run.partials.iter().flat_map(|s| &s.records).collect();
+            assert_eq!(got, want, "{}: plan rule 2, every record once and whole", path.name);
+            // Blocks in stream order, contiguous, at the right place (pipeline rule 3).
+            let mut at = 0u64;
+            for seen in &run.partials {
+                assert_eq!(seen.stream_offset, at, "{}: blocks out of order", path.name);
+                let len: usize = seen.records.iter().map(Vec::len).sum();
+                let extent_start: u64 =
+                    plan.extents()[..seen.extent].iter().map(|e| e.len).sum::<u64>();
+                assert_eq!(extent_start + seen.extent_offset, at, "{}: extent position", path.name);
+                let bytes: Vec<u8> = seen.records.concat();
+                assert_eq!(&bytes[..], &stream[at as usize..at as usize + len], "{}", path.name);
+                at += len as u64;
+            }
+            assert_eq!(at, plan.total_len(), "{}", path.name);
+            assert_eq!(
+                progress.load(Ordering::Relaxed),
+                plan.total_len(),
+                "{}: progress",
+                path.name
+            );
+            check_stats(&run.stats, path, plan, run.partials.len());
+        }
+    }
+}
+
+fn check_stats(stats: &RunStats, path: &Path_, plan: &Plan, blocks: usize) {
+    assert!(stats.bytes_read >= plan.total_len(), "{}: bytes_read", path.name);
+    assert_eq!(stats.blocks_per_worker.iter().sum::<u64>(), blocks as u64, "{}", path.name);
+    match path.engine {
+        Engine::Ioc => {
+            assert_eq!(stats.engine, "ioc");
+            let want = if path.backend == Backend::Uring { "io_uring" } else { "pread" };
+            assert_eq!(stats.backend, want, "{}", path.name);
+        }
+        Engine::Sync => assert_eq!((&stats.engine[..], &stats.backend[..]), ("sync", "pread")),
+    }
+    if path.direct == DirectMode::Never {
+        assert!(stats.files.iter().all(|f| !f.direct));
+        assert_eq!(stats.copies.page_cache_bytes, stats.bytes_read, "{}", path.name);
+    }
+}
+
+/// Writes `parts` as files in `dir` and returns their paths.
+fn write_files(dir: &Path, parts: &[Vec<u8>]) -> Vec<PathBuf> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let p = dir.join(format!("part{i}"));
+            std::fs::write(&p, bytes).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// Seeded bytes: lines of random length (xorshift64*), delimiter `\n`.
+fn lines(seed: u64, len: usize, mean_line: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    (0..len)
+        .map(|_| if next() % mean_line == 0 { b'\n' } else { b'a' + (next() % 26) as u8 })
+        .collect()
+}
+
+#[test]
+fn every_path_matches_the_reference_on_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = lines(7, 100_000, 40);
+    let paths = write_files(dir.path(), std::slice::from_ref(&data));
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    IoTester::new().check(&plan, &data);
+}
+
+#[test]
+fn a_line_longer_than_many_blocks_is_stitched_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = lines(3, 5000, 20);
+    data.extend(std::iter::repeat_n(b'x', 50_000)); // spans 12+ blocks of 4096
+    data.push(b'\n');
+    data.extend(lines(4, 5000, 20));
+    let paths = write_files(dir.path(), std::slice::from_ref(&data));
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    IoTester::new().check(&plan, &data);
+}
+
+#[test]
+fn fixed_records_across_unaligned_extents_of_several_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = [lines(1, 30_000, 50), lines(2, 9_001, 50), lines(5, 20_000, 50)];
+    let paths = write_files(dir.path(), &parts);
+    let mut plan = Plan::new(RecordLayout::Fixed(NonZeroUsize::new(100).unwrap()));
+    let mut stream = Vec::new();
+    for (p, bytes, off, len) in [
+        (&paths[0], &parts[0], 4095u64, 20_000u64),
+        (&paths[1], &parts[1], 0, 9_001),
+        (&paths[2], &parts[2], 13, 19_987),
+    ] {
+        plan.push_extent(p, off, len).unwrap();
+        stream.extend_from_slice(&bytes[off as usize..(off + len) as usize]);
+    }
+    IoTester::new().check(&plan, &stream);
+}
+
+#[test]
+fn empty_plan_and_empty_files_give_no_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_files(dir.path(), &[Vec::new(), Vec::new()]);
+    let mut plan = Plan::new(RecordLayout::Delimited(b'\n'));
+    plan.push_file(&paths[0]).unwrap();
+    plan.push_file(&paths[1]).unwrap();
+    IoTester::new().check(&plan, &[]);
+    IoTester::new().check(&Plan::new(RecordLayout::Delimited(b'\n')), &[]);
+}
+
+#[test]
+fn default_settings_match_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = lines(11, 3 << 20, 80);
+    let paths = write_files(dir.path(), std::slice::from_ref(&data));
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    let kernel = Records { layout: plan.layout(), stream_len: plan.total_len() };
+    let want = reference::run(&plan, 1 << 20, &kernel, None).unwrap();
+    let run = PipelineBuilder::new().build().unwrap().run(&plan, &kernel).unwrap();
+    let flat = |v: &[Seen]| v.iter().flat_map(|s| s.records.clone()).collect::<Vec<_>>();
+    assert_eq!(flat(&run.partials), flat(&want.partials));
+    assert_eq!(run.stats.block_size, sluice_io::DEFAULT_BLOCK_SIZE);
+}
+
+/// A kernel whose result depends on the order of floating-point additions.
+struct FloatSum;
+impl BlockKernel for FloatSum {
+    type Partial = f64;
+    fn process(&self, block: &Block<'_>) -> f64 {
+        block.data.iter().map(|&b| (b as f64).sqrt() * 1e-3).sum()
+    }
+}
+
+#[test]
+fn results_are_bitwise_reproducible_run_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = lines(9, 200_000, 30);
+    let paths = write_files(dir.path(), &[data]);
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    let tester = IoTester::new();
+    let mut first: Option<Vec<u64>> = None;
+    for path in tester.paths() {
+        for _ in 0..2 {
+            let mut bits = Vec::new();
+            let mut total = 0.0f64;
+            tester
+                .builder(path)
+                .build()
+                .unwrap()
+                .run_ordered(&plan, &FloatSum, |p| {
+                    total += p;
+                    bits.push(p.to_bits());
+                })
+                .unwrap();
+            bits.push(total.to_bits());
+            match &first {
+                None => first = Some(bits),
+                Some(f) => assert_eq!(f, &bits, "{}", path.name),
+            }
+        }
+    }
+}
+
+#[test]
+fn trace_file_has_read_and_compute_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = lines(13, 50_000, 30);
+    let paths = write_files(dir.path(), &[data]);
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let trace = dir.path().join("trace.json");
+        tester.builder(path).trace(&trace).build().unwrap().run(&plan, &FloatSum).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        for name in ["read", "compute"] {
+            let spans: Vec<_> =
+                events.iter().filter(|e| e["ph"] == "X" && e["name"] == name).collect();
+            assert!(!spans.is_empty(), "{}: no {name} spans", path.name);
+            assert!(spans.iter().all(|e| e["ts"].is_number() && e["dur"].is_number()));
+        }
+        assert!(events.iter().any(|e| e["ph"] == "M"), "{}: thread names", path.name);
+    }
+}
+
+#[test]
+fn direct_auto_reads_a_cached_file_buffered_and_reports_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_files(dir.path(), &[lines(1, 64 << 10, 30)]);
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    let run = PipelineBuilder::new().build().unwrap().run(&plan, &FloatSum).unwrap();
+    let f = &run.stats.files[0];
+    // Just written, so in the page cache.
+    assert_eq!(f.cached_fraction, Some(1.0), "{f:?}");
+    assert!(!f.direct && f.reason.contains("page cache"), "{f:?}");
+    assert_eq!(run.stats.direct, "auto");
+}
+
+// ---- errors: every one is an IoError naming the file, and nothing hangs -------------------
+
+fn one_file(dir: &Path, len: usize) -> (PathBuf, Plan) {
+    let paths = write_files(dir, &[lines(21, len, 30)]);
+    let plan = Plan::file(&paths[0], RecordLayout::Delimited(b'\n')).unwrap();
+    (paths[0].clone(), plan)
+}
+
+#[test]
+fn injected_read_error_is_an_eio_naming_file_and_offset_on_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, plan) = one_file(dir.path(), 100_000);
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let err = tester
+            .builder(path)
+            .inject_read_error(50_000)
+            .build()
+            .unwrap()
+            .run(&plan, &FloatSum)
+            .unwrap_err();
+        match &err {
+            IoError::Read { path: p, offset, source, .. } => {
+                assert_eq!(p, &file, "{}", path.name);
+                assert_eq!(*offset, 50_000 / 4096 * 4096, "{}", path.name);
+                assert_eq!(source.raw_os_error(), Some(libc::EIO), "{}", path.name);
+            }
+            other => panic!("{}: {other:?}", path.name),
+        }
+    }
+}
+
+#[test]
+fn file_shrinking_before_the_run_is_a_short_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let (file, plan) = one_file(dir.path(), 100_000);
+        std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(30_000).unwrap();
+        let err = tester.builder(path).build().unwrap().run(&plan, &FloatSum).unwrap_err();
+        match err {
+            IoError::ShortRead { path: p, offset, expected } => {
+                assert_eq!((p, offset, expected), (file, 30_000, 100_000), "{}", path.name)
+            }
+            other => panic!("{}: {other:?}", path.name),
+        }
+    }
+}
+
+/// Truncates its file when it sees the first block: the file shrinks during the run.
+struct Truncator(PathBuf);
+impl BlockKernel for Truncator {
+    type Partial = ();
+    fn process(&self, block: &Block<'_>) {
+        if block.stream_offset == 0 {
+            std::fs::OpenOptions::new().write(true).open(&self.0).unwrap().set_len(8192).unwrap();
+        }
+    }
+}
+
+#[test]
+fn file_shrinking_during_the_run_is_a_short_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let tester = IoTester { block_size: 4096, queue_depth: 1, workers: 1 };
+    for path in tester.paths() {
+        let (file, plan) = one_file(dir.path(), 1 << 20);
+        let err = tester
+            .builder(path)
+            .io_threads(1)
+            .build()
+            .unwrap()
+            .run(&plan, &Truncator(file.clone()))
+            .unwrap_err();
+        assert!(
+            matches!(&err, IoError::ShortRead { path: p, expected: 1_048_576, .. } if *p == file),
+            "{}: {err:?}",
+            path.name
+        );
+    }
+}
+
+struct Panics;
+impl BlockKernel for Panics {
+    type Partial = ();
+    fn process(&self, block: &Block<'_>) {
+        if block.stream_offset > 20_000 {
+            panic!("kernel bug at {}", block.stream_offset);
+        }
+    }
+}
+
+#[test]
+fn panicking_kernel_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, plan) = one_file(dir.path(), 200_000);
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let err = tester.builder(path).build().unwrap().run(&plan, &Panics).unwrap_err();
+        assert!(
+            matches!(&err, IoError::Panicked(m) if m.contains("kernel bug")),
+            "{}: {err:?}",
+            path.name
+        );
+    }
+}
+
+#[test]
+fn panicking_sink_unwinds_after_every_thread_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, plan) = one_file(dir.path(), 200_000);
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let pipeline = tester.builder(path).build().unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut n = 0;
+            pipeline.run_ordered(&plan, &FloatSum, |_| {
+                n += 1;
+                assert!(n < 5, "sink bug");
+            })
+        }));
+        assert!(r.is_err(), "{}", path.name);
+    }
+}
+
+#[test]
+fn over_budget_is_an_error_before_any_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, plan) = one_file(dir.path(), 8 << 20);
+    let budget = Budget::new(sluice_io::memory::BASELINE_BYTES + (1 << 20)).unwrap();
+    for engine in [Engine::Ioc, Engine::Sync] {
+        let progress = Arc::new(AtomicU64::new(0));
+        let err = PipelineBuilder::new()
+            .engine(engine)
+            .block_size(1 << 20)
+            .workers(2)
+            .budget(budget.clone())
+            .progress(progress.clone())
+            .build()
+            .unwrap()
+            .run(&plan, &FloatSum)
+            .unwrap_err();
+        assert!(matches!(err, IoError::OverBudget { .. }), "{engine:?}: {err:?}");
+        assert_eq!(progress.load(Ordering::Relaxed), 0, "{engine:?}: no work before the error");
+        assert_eq!(budget.available(), 1 << 20, "reservation released");
+    }
+}
+
+#[test]
+fn missing_file_and_directory_are_errors_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    assert!(matches!(
+        Plan::file(&missing, RecordLayout::Delimited(b'\n')),
+        Err(IoError::Open { path, .. }) if path == missing
+    ));
+    assert!(matches!(
+        Plan::file(dir.path(), RecordLayout::Delimited(b'\n')),
+        Err(IoError::NotAFile { .. })
+    ));
+    // Removed between plan and run.
+    let (file, plan) = one_file(dir.path(), 1000);
+    std::fs::remove_file(&file).unwrap();
+    for path in IoTester::new().paths() {
+        let err = IoTester::new().builder(path).build().unwrap().run(&plan, &FloatSum).unwrap_err();
+        assert!(matches!(&err, IoError::Open { path: p, .. } if *p == file), "{err:?}");
+    }
+}
+
+#[test]
+fn bad_settings_are_config_errors() {
+    assert!(matches!(PipelineBuilder::new().block_size(1000).build(), Err(IoError::Config(_))));
+    assert!(matches!(PipelineBuilder::new().block_size(2 << 30).build(), Err(IoError::Config(_))));
+}
+
+// ---- property tests of seam stitching (plan rule 2) ---------------------------------------
+
+/// Files, extents (file, start, len), layout kind, record size or density, block pages.
+type Case = (Vec<Vec<u8>>, Vec<(usize, usize, usize)>, u8, usize, usize);
+
+fn arb_case() -> impl Strategy<Value = Case> {
+    // Up to three files; each extent (file, start, len) within it; a layout selector; a record
+    // size or delimiter density; a block size in pages.
+    let files = prop::collection::vec(prop::collection::vec(any::<u8>(), 0..20_000), 1..4);
+    (files, 0u8..2, 1usize..300, 1usize..4).prop_flat_map(|(files, kind, param, pages)| {
+        let n = files.len();
+        let lens: Vec<usize> = files.iter().map(Vec::len).collect();
+        let extents = prop::collection::vec(
+            (0..n, any::<u16>(), any::<u16>()).prop_map(move |(f, a, b)| {
+                let len = lens[f];
+                let start = if len == 0 { 0 } else { a as usize % len };
+                let take = if len == start { 0 } else { b as usize % (len - start + 1) };
+                (f, start, take)
+            }),
+            1..5,
+        );
+        (Just(files), extents, Just(kind), Just(param), Just(pages))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn seam_stitching_matches_the_reference(
+        (mut files, extents, kind, param, pages) in arb_case()
+    ) {
+        // Delimited: turn bytes into a delimiter with probability ~1/param (density varies from
+        // every byte to rare, so records from 1 byte to longer than several blocks).
+        if kind == 1 {
+            for f in &mut files {
+                for b in f.iter_mut() {
+                    *b = if (*b as usize) % param == 0 { b'\n' } else { b'a' + *b % 26 };
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let paths = write_files(dir.path(), &files);
+        let layout = if kind == 0 {
+            RecordLayout::Fixed(NonZeroUsize::new(param).unwrap())
+        } else {
+            RecordLayout::Delimited(b'\n')
+        };
+        let mut plan = Plan::new(layout);
+        let mut stream = Vec::new();
+        for &(f, start, len) in &extents {
+            plan.push_extent(&paths[f], start as u64, len as u64).unwrap();
+            stream.extend_from_slice(&files[f][start..start + len]);
+        }
+        let tester = IoTester { block_size: 4096 * pages, queue_depth: 3, workers: 2 };
+        tester.check(&plan, &stream);
+    }
+}
