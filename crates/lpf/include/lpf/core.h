@@ -14,7 +14,9 @@
  * Semantics (see crates/lpf/README.md and shared/specs/lpf-api.md):
  *  - put/get are queued and complete at the next lpf_sync;
  *  - lpf_resize_memory_register / lpf_resize_message_queue take effect at the
- *    next lpf_sync; a put/get counts once at its origin and once at its target;
+ *    next lpf_sync; a put/get counts once at its origin and once at its target
+ *    (the origin end is checked at the call, the target end only by the
+ *    checked backend, SLUICE_BSP_CHECKED=1, at the sync);
  *  - lpf_register_global slots are usable after the next lpf_sync (a put/get
  *    naming one in the same superstep is resolved at that sync);
  *  - over-capacity registrations, puts and gets, and absurd resizes, return

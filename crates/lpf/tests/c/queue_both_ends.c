@@ -5,12 +5,16 @@
  *  2. with capacity 2 a message to oneself fits, a second message is refused
  *     at the origin with LPF_ERR_OUT_OF_MEMORY and no effect;
  *  3. when more messages end at a process than its capacity (which LPF leaves
- *     undefined and the origin cannot see), that process's sync reports
- *     LPF_ERR_FATAL, its peers fail no later than their next sync, and the
- *     exec returns LPF_ERR_FATAL: never a silent overflow, never a deadlock.
+ *     undefined and the origin cannot see): sluice-bsp's fast path delivers
+ *     them all; under its Checked backend (SLUICE_BSP_CHECKED=1) that
+ *     process's sync reports LPF_ERR_FATAL, its peers fail no later than their
+ *     next sync, and the exec returns LPF_ERR_FATAL. Never a deadlock.
  */
 #include <lpf/core.h>
+#include <string.h>
 #include "check.h"
+
+static int checked; /* SLUICE_BSP_CHECKED=1 */
 
 void exchange(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     (void)args;
@@ -66,6 +70,13 @@ void overflow(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     if (s != 0)
         CHECK_RC(lpf_put(ctx, a, 0, 0, b, s * sizeof v, sizeof v, LPF_MSG_DEFAULT), LPF_SUCCESS);
     lpf_err_t rc = lpf_sync(ctx, LPF_SYNC_DEFAULT);
+    if (!checked) {
+        CHECK(rc == LPF_SUCCESS);
+        if (s == 0)
+            for (lpf_pid_t k = 1; k < p; ++k) CHECK(all[k] == k);
+        CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_SUCCESS);
+        return;
+    }
     if (s == 0) CHECK(rc == LPF_ERR_FATAL);
     else CHECK(rc == LPF_SUCCESS || rc == LPF_ERR_FATAL);
     CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_ERR_FATAL);
@@ -73,7 +84,10 @@ void overflow(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
 
 int main(void) {
     CHECK_RC(lpf_exec(LPF_ROOT, LPF_MAX_P, exchange, LPF_NO_ARGS), LPF_SUCCESS);
-    CHECK_RC(lpf_exec(LPF_ROOT, LPF_MAX_P, overflow, LPF_NO_ARGS), LPF_ERR_FATAL);
+    const char *env = getenv("SLUICE_BSP_CHECKED");
+    checked = env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "true") == 0);
+    CHECK_RC(lpf_exec(LPF_ROOT, LPF_MAX_P, overflow, LPF_NO_ARGS),
+             checked ? LPF_ERR_FATAL : LPF_SUCCESS);
     printf("queue_both_ends ok\n");
     return 0;
 }
