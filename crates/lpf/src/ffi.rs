@@ -8,9 +8,10 @@
 //!    on its thread (LPF: "only one thread per `lpf_t`"). `LPF_NONE` (NULL) gives
 //!    `LPF_ERR_FATAL`; any other value is undefined behaviour, as in LPF, whose core performs no
 //!    checks for programming errors.
-//! 3. `LPF_ROOT` supports `lpf_exec` (on `LPF_MAX_PROCS` processors), `lpf_rehook` (a section of
-//!    one process on the calling thread), `lpf_probe` and `lpf_abort`. Registration, put, get,
-//!    sync and resize on `LPF_ROOT` return `LPF_ERR_FATAL`: the root is not a section.
+//! 3. On `LPF_ROOT`, `lpf_exec` runs on `LPF_MAX_PROCS` processors, `lpf_rehook` runs a fresh
+//!    section of one process on the calling thread, `lpf_probe` describes the whole machine, and
+//!    registration, put, get, sync and resize act on the root's own context of one process
+//!    (`root.rs`).
 //! 4. Errors map through [`sluice_bsp::Error::kind`]: mitigable → `LPF_ERR_OUT_OF_MEMORY`
 //!    (no effect), fatal → `LPF_ERR_FATAL`. Once a context is in the failure state, registration,
 //!    deregistration, put, get and resize are no-ops that return `LPF_SUCCESS` (as LPF's
@@ -32,6 +33,8 @@ use crate::consts::{
     LpfPid, LpfSpmd, LpfSyncAttr, SUCCESS, root,
 };
 use crate::machine;
+use crate::ops::{Op, apply};
+use crate::root;
 
 /// Rule 1: runs `f`, turning a panic into `LPF_ERR_FATAL`.
 fn guard(f: impl FnOnce() -> LpfErr) -> LpfErr {
@@ -81,15 +84,25 @@ unsafe fn target<'a>(ctx: LpfCtx) -> Option<Target<'a>> {
     }
 }
 
-/// Like [`target`], for calls that need a section (rule 3): `Err(LPF_ERR_FATAL)` otherwise.
+/// Executes `op` on the context `ctx` names (rule 3); `None` for `LPF_NONE`.
 ///
 /// # Safety
-/// As for [`target`].
-unsafe fn section<'a>(ctx: LpfCtx) -> Result<&'a mut Ctx, LpfErr> {
-    // SAFETY: forwarded contract.
-    match unsafe { target(ctx) } {
-        Some(Target::Section(c)) => Ok(c),
-        _ => Err(ERR_FATAL),
+/// As for [`target`] and [`apply`].
+unsafe fn run(ctx: LpfCtx, op: Op) -> Option<Result<usize, Error>> {
+    // SAFETY: forwarded contracts.
+    unsafe {
+        match target(ctx)? {
+            Target::Root => Some(root::call(op)),
+            Target::Section(c) => Some(apply(c, op)),
+        }
+    }
+}
+
+/// Rule 4 for a call that is a no-op in the failure state.
+fn noop_code(outcome: Option<Result<usize, Error>>) -> LpfErr {
+    match outcome {
+        None => ERR_FATAL,
+        Some(result) => code_or_noop(result.map(|_| ())),
     }
 }
 
@@ -211,29 +224,19 @@ unsafe fn register(
     if memslot.is_null() {
         return ERR_FATAL;
     }
-    // SAFETY: forwarded contract.
-    let c = match unsafe { section(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    let ptr = pointer.cast::<u8>();
-    let result = if global {
-        // SAFETY: LPF's registration contract, which the C caller accepted, is sluice-bsp's:
-        // `pointer` is valid for `size` bytes until deregistration or the end of the section, and
-        // is untouched by other code while messages of a superstep use it.
-        unsafe { c.register_global(ptr, size) }
-    } else {
-        // SAFETY: as above.
-        unsafe { c.register_local(ptr, size) }
-    };
-    let (slot, rc) = match result {
-        Ok(slot) => (slot, SUCCESS),
-        Err(Error::Poisoned) => (MemSlot::INVALID, SUCCESS),
-        Err(e) => return code(Err(e)),
+    let op = Op::Register { global, ptr: pointer.cast::<u8>(), len: size };
+    // SAFETY: LPF's registration contract, which the C caller accepted, is `apply`'s: `pointer`
+    // is valid for `size` bytes until deregistration or the end of the context, and untouched by
+    // other code while messages of a superstep use it.
+    let slot = match unsafe { run(ctx, op) } {
+        None => return ERR_FATAL,
+        Some(Ok(raw)) => raw,
+        Some(Err(Error::Poisoned)) => MemSlot::INVALID.as_raw(),
+        Some(Err(e)) => return code(Err(e)),
     };
     // SAFETY: `memslot` is non-NULL and, by LPF's contract, points at a writable lpf_memslot_t.
-    unsafe { memslot.write(slot.as_raw()) };
-    rc
+    unsafe { memslot.write(slot) };
+    SUCCESS
 }
 
 /// `lpf_register_global`: registers `size` bytes at `pointer` as a global slot (collective).
@@ -273,11 +276,8 @@ pub unsafe extern "C" fn lpf_register_local(
 /// `ctx` as for `lpf_exec`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lpf_deregister(ctx: LpfCtx, memslot: LpfMemslot) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code_or_noop(c.deregister(MemSlot::from_raw(memslot))),
-        Err(e) => e,
-    })
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| noop_code(unsafe { run(ctx, Op::Deregister(MemSlot::from_raw(memslot))) }))
 }
 
 /// `lpf_put`: queues a copy to `dst_pid`, complete at the next `lpf_sync`.
@@ -296,18 +296,16 @@ pub unsafe extern "C" fn lpf_put(
     size: usize,
     _attr: LpfMsgAttr,
 ) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code_or_noop(c.put(
-            MemSlot::from_raw(src_slot),
-            src_offset,
-            dst_pid,
-            MemSlot::from_raw(dst_slot),
-            dst_offset,
-            size,
-        )),
-        Err(e) => e,
-    })
+    let op = Op::Put {
+        src: MemSlot::from_raw(src_slot),
+        src_offset,
+        dst_pid,
+        dst: MemSlot::from_raw(dst_slot),
+        dst_offset,
+        len: size,
+    };
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| noop_code(unsafe { run(ctx, op) }))
 }
 
 /// `lpf_get`: queues a copy from `src_pid`, complete at the next `lpf_sync`.
@@ -326,18 +324,16 @@ pub unsafe extern "C" fn lpf_get(
     size: usize,
     _attr: LpfMsgAttr,
 ) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code_or_noop(c.get(
-            src_pid,
-            MemSlot::from_raw(src_slot),
-            src_offset,
-            MemSlot::from_raw(dst_slot),
-            dst_offset,
-            size,
-        )),
-        Err(e) => e,
-    })
+    let op = Op::Get {
+        src_pid,
+        src: MemSlot::from_raw(src_slot),
+        src_offset,
+        dst: MemSlot::from_raw(dst_slot),
+        dst_offset,
+        len: size,
+    };
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| noop_code(unsafe { run(ctx, op) }))
 }
 
 /// `lpf_sync`: ends the superstep.
@@ -346,10 +342,10 @@ pub unsafe extern "C" fn lpf_get(
 /// `ctx` as for `lpf_exec`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lpf_sync(ctx: LpfCtx, _attr: LpfSyncAttr) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code(c.sync()),
-        Err(e) => e,
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| match unsafe { run(ctx, Op::Sync) } {
+        None => ERR_FATAL,
+        Some(result) => code(result.map(|_| ())),
     })
 }
 
@@ -386,11 +382,8 @@ pub unsafe extern "C" fn lpf_probe(ctx: LpfCtx, params: *mut LpfMachine) -> LpfE
 /// `ctx` as for `lpf_exec`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lpf_resize_memory_register(ctx: LpfCtx, max_regs: usize) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code_or_noop(c.resize_memory_register(max_regs)),
-        Err(e) => e,
-    })
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| noop_code(unsafe { run(ctx, Op::ResizeMemoryRegister(max_regs)) }))
 }
 
 /// `lpf_resize_message_queue`: capacity for `max_msgs` messages from the next sync.
@@ -399,11 +392,8 @@ pub unsafe extern "C" fn lpf_resize_memory_register(ctx: LpfCtx, max_regs: usize
 /// `ctx` as for `lpf_exec`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lpf_resize_message_queue(ctx: LpfCtx, max_msgs: usize) -> LpfErr {
-    // SAFETY: forwarded contract.
-    guard(|| match unsafe { section(ctx) } {
-        Ok(c) => code_or_noop(c.resize_message_queue(max_msgs)),
-        Err(e) => e,
-    })
+    // SAFETY: forwarded contract; the op carries no pointer.
+    guard(|| noop_code(unsafe { run(ctx, Op::ResizeMessageQueue(max_msgs)) }))
 }
 
 /// `lpf_abort`: ends the whole program with exit status 6; never returns.

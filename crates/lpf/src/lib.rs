@@ -25,3 +25,5 @@
 pub mod consts;
 pub mod ffi;
 mod machine;
+mod ops;
+mod root;

@@ -94,11 +94,12 @@ fn early_exit_is_fatal_for_the_others_and_the_exec() {
 }
 
 #[test]
-fn root_is_not_a_section_and_none_is_fatal() {
+fn root_is_a_context_and_none_is_fatal() {
     let mut m = LPF_INVALID_MACHINE;
     // SAFETY: LPF_ROOT and NULL are the two contexts valid outside a section; `m` is writable.
     unsafe {
-        assert_eq!(lpf_sync(LPF_ROOT, LPF_SYNC_DEFAULT), ERR_FATAL);
+        assert_eq!(lpf_sync(LPF_ROOT, LPF_SYNC_DEFAULT), SUCCESS);
+        assert_eq!(lpf_resize_message_queue(LPF_ROOT, usize::MAX), ERR_OUT_OF_MEMORY);
         assert_eq!(lpf_sync(LPF_NONE, LPF_SYNC_DEFAULT), ERR_FATAL);
         assert_eq!(lpf_exec(LPF_ROOT, 1, None, no_args()), ERR_FATAL);
         assert_eq!(lpf_probe(LPF_ROOT, &mut m), SUCCESS);

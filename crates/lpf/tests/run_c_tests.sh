@@ -146,6 +146,7 @@ run_case abort_section   abort           6 'returned' 0 "${P4[@]}"
 run_case abort_root      abort_root      6 '' 0
 run_case probe_measured  probe           0 '^probe ok$' 1 "${P4[@]}" LPF_MAX_SECONDS_FOR_PROBE=0.2 -- measured
 run_case probe_default   probe           0 '^probe ok$' 1 LPF_MAX_PROCS=2 LPF_MAX_SECONDS_FOR_PROBE=0
+run_case root_context    root_context    0 '^root_context ok$' 1 "${P4[@]}"
 run_case rehook          rehook          0 '^rehook ok$' 1 "${P4[@]}"
 run_case hook_pthread    hook_pthread    0 '^hook_pthread ok$' 1
 # The same programs under sluice-bsp's Checked backend (overlap and collective-order checks).
