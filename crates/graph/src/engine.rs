@@ -42,6 +42,10 @@ use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, Reserv
 use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
 use crate::Error;
 
+/// Per-partition neighbour lists (CDLP, LCC); a child module so it reads the grids as passes do.
+#[path = "adjacency.rs"]
+pub(crate) mod adjacency;
+
 /// A dense vertex id (`0..n`, in original id order).
 pub type VertexId = u32;
 
@@ -675,8 +679,12 @@ fn block_to_values<K: EdgeKernel>(
     }
 }
 
-/// The hot loop of the in-memory mode: one block applied to its destination partition's state
-/// slice (one writer per partition). Returns the number of vertices newly set in `bits`.
+/// The hot loop of the in-memory mode: one block applied edge by edge to its destination
+/// partition's state slice (one writer per partition). No branch depends on where a run of
+/// equal destinations ends, so the random reads of source state overlap (memory-level
+/// parallelism); for PageRank this is `sum[d] += contrib[s]`. Returns the number of vertices
+/// newly set in `bits`.
+#[inline]
 fn block_into_state<K: EdgeKernel>(
     k: &K,
     sbase: u32,
@@ -687,39 +695,35 @@ fn block_into_state<K: EdgeKernel>(
     bits: &mut [u64],
 ) -> u64 {
     let mut changed = 0u64;
-    let mut cur = u32::MAX;
-    let mut live = false;
-    let mut acc: Option<K::Value> = None;
-    let mut flush = |d: u32, a: K::Value, state: &mut [K::State]| {
-        if k.apply(dbase + d, a, &mut state[d as usize]) {
-            let (w, b) = ((d / 64) as usize, d % 64);
-            if bits[w] & (1 << b) == 0 {
-                bits[w] |= 1 << b;
-                changed += 1;
+    let mut edge = |i: usize, s: u32, d: u32, w: f64| {
+        let _ = i;
+        let st = &mut state[d as usize];
+        if !k.cond(dbase + d, st) {
+            return;
+        }
+        if let Some(v) = k.gather(sbase + s, w) {
+            if k.apply(dbase + d, v, st) {
+                let (wi, b) = ((d / 64) as usize, d % 64);
+                if bits[wi] & (1 << b) == 0 {
+                    bits[wi] |= 1 << b;
+                    changed += 1;
+                }
             }
         }
     };
-    for (i, e) in data.chunks_exact(4).enumerate() {
-        let (s, d) = decode(e);
-        if d != cur {
-            if let Some(a) = acc.take() {
-                flush(cur, a, state);
-            }
-            cur = d;
-            live = k.cond(dbase + d, &state[d as usize]);
-        }
-        if live {
-            let w = weights.map_or(1.0, |w| w[i]);
-            if let Some(v) = k.gather(sbase + s, w) {
-                acc = Some(match acc {
-                    Some(a) => k.combine(a, v),
-                    None => v,
-                });
+    match weights {
+        None => {
+            for (i, e) in data.chunks_exact(4).enumerate() {
+                let (s, d) = decode(e);
+                edge(i, s, d, 1.0);
             }
         }
-    }
-    if let Some(a) = acc {
-        flush(cur, a, state);
+        Some(w) => {
+            for (i, (e, &w)) in data.chunks_exact(4).zip(w).enumerate() {
+                let (s, d) = decode(e);
+                edge(i, s, d, w);
+            }
+        }
     }
     changed
 }
