@@ -37,6 +37,7 @@ pub mod output;
 pub mod store;
 mod verify;
 
+pub use engine::adjacency::{Adjacency, Neighbours};
 pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexId, VertexSet, merge_run_stats};
 pub use error::Error;
 pub use verify::{VerifyReport, verify};

@@ -1,0 +1,413 @@
+//! The adjacency stream: each destination partition's neighbour lists, sorted, one partition in
+//! memory at a time (`STYLE.md` §3). CDLP and LCC need a function of a vertex's whole neighbour
+//! list (a histogram, an intersection), which a fold of per-edge values cannot give.
+//!
+//! # Where the lists come from
+//! The blocks into partition `p` (a column of the grid) are one sequential range of a grid file,
+//! and inside it edges come ordered by (source partition, `d`, `s`): appending each edge to its
+//! destination's list yields lists sorted by neighbour id, with no sort. The forward grid gives
+//! in-neighbours, the transposed grid (directed graphs) out-neighbours; undirected graphs store
+//! both directions of every edge, so one column gives N(v) and `In`, `Out` and `Both` are the
+//! same lists. List lengths are known up front from the degree arrays, so each partition's
+//! lists are one allocation, reserved from the graph's [`Budget`](sluice_io::Budget) before they
+//! are built. Blocks are read through the `sluice-io` pipeline (one run per call, so reading
+//! partition `p + 1` overlaps the caller's work on partition `p`), every block CRC-checked, or
+//! from memory after [`Graph::load_edges`].
+//!
+//! # Multigraphs
+//! With `sets == false` a list holds one entry per stored edge: duplicate edges repeat the
+//! neighbour, a self loop lists the vertex itself (a directed self loop is in both its in- and
+//! its out-list, so `Both` lists it twice). With `sets == true` each list is a set: duplicates
+//! and self loops are dropped (the simple graph of `specs/graphalytics.md` §1).
+//!
+//! # Memory and out-of-core limits
+//! A group of partitions `R` takes [`Graph::adjacency_bytes`]: 4 bytes per list entry plus 16
+//! per vertex (offsets and fill cursors) — for `Both` on a directed graph, 8 bytes per edge into
+//! or out of `R`. [`Graph::stream_adjacency`] holds one partition (≤ 65536 vertices) at a time,
+//! so it handles any graph whose largest partition column fits the budget beside the vertex
+//! arrays; [`Graph::adjacency_windows`] cuts the partitions into groups that fit a budget, for
+//! algorithms (LCC) that need random access to other vertices' lists.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+use sluice_io::{Block, BlockKernel, Plan, RecordLayout, Reservation};
+
+use super::{Graph, VertexId, add_stats, block_error, decode};
+use crate::store::EDGE_BYTES;
+use crate::Error;
+
+/// Which neighbours a list holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Neighbours {
+    /// N_in(v): sources of the edges into `v`.
+    In,
+    /// N_out(v): destinations of the edges out of `v`.
+    Out,
+    /// N_in(v) and N_out(v) together, sorted (a multiset unless `sets`: a neighbour joined both
+    /// ways is listed twice). For undirected graphs, N(v) (each neighbour once per edge).
+    Both,
+}
+
+/// The neighbour lists of a range of consecutive vertices, each sorted by dense id.
+#[derive(Debug)]
+pub struct Adjacency {
+    first: VertexId,
+    offsets: Vec<usize>,
+    lists: Vec<VertexId>,
+    _held: Reservation,
+}
+
+impl Adjacency {
+    /// The vertices whose lists are held.
+    pub fn vertices(&self) -> Range<VertexId> {
+        self.first..self.first + (self.offsets.len() - 1) as VertexId
+    }
+    /// Returns true if and only if `v`'s list is held.
+    #[inline]
+    pub fn contains(&self, v: VertexId) -> bool {
+        v.wrapping_sub(self.first) < (self.offsets.len() - 1) as VertexId
+    }
+    /// The neighbours of `v` (which must be in [`Adjacency::vertices`]), sorted.
+    #[inline]
+    pub fn of(&self, v: VertexId) -> &[VertexId] {
+        let i = (v - self.first) as usize;
+        &self.lists[self.offsets[i]..self.offsets[i + 1]]
+    }
+    /// Entries held (all lists together).
+    pub fn entries(&self) -> usize {
+        self.lists.len()
+    }
+}
+
+/// Fills one group's lists from (destination, source) pairs in stream order.
+struct Builder {
+    first: VertexId,
+    offsets: Vec<usize>,
+    cursor: Vec<usize>,
+    lists: Vec<VertexId>,
+    held: Reservation,
+    two_runs: bool,
+}
+
+impl Builder {
+    fn push(&mut self, d: VertexId, s: VertexId) -> bool {
+        let i = d.wrapping_sub(self.first) as usize;
+        match self.cursor.get(i) {
+            Some(&c) if c < self.offsets[i + 1] => {
+                self.lists[c] = s;
+                self.cursor[i] = c + 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn finish(self, g: &Graph, sets: bool) -> Result<Adjacency, Error> {
+        let Builder { first, mut offsets, cursor, mut lists, held, two_runs } = self;
+        if cursor.iter().zip(&offsets[1..]).any(|(c, end)| c != end) {
+            return Err(Error::corrupt(g.dir(), "a grid column does not hold the degree arrays' edge counts"));
+        }
+        if two_runs || sets {
+            // Both on a directed graph: each list is two sorted runs (in, then out).
+            let mut slices = Vec::with_capacity(offsets.len() - 1);
+            let mut rest = &mut lists[..];
+            for w in offsets.windows(2) {
+                let (a, b) = rest.split_at_mut(w[1] - w[0]);
+                slices.push(a);
+                rest = b;
+            }
+            slices.par_iter_mut().enumerate().for_each(|(i, s)| {
+                if two_runs {
+                    s.sort_unstable();
+                }
+                if sets {
+                    // Dedup in place and drop the vertex itself; the tail is left as junk.
+                    let me = first + i as VertexId;
+                    let mut k = 0;
+                    for j in 0..s.len() {
+                        let x = s[j];
+                        if x != me && (k == 0 || s[k - 1] != x) {
+                            s[k] = x;
+                            k += 1;
+                        }
+                    }
+                    if k < s.len() {
+                        s[k] = u32::MAX; // marks the end of a shortened list for the compaction
+                    }
+                }
+            });
+            if sets {
+                let mut out = 0;
+                for i in 0..offsets.len() - 1 {
+                    let (lo, hi) = (offsets[i], offsets[i + 1]);
+                    let len = lists[lo..hi].iter().position(|&x| x == u32::MAX).unwrap_or(hi - lo);
+                    lists.copy_within(lo..lo + len, out);
+                    offsets[i] = out;
+                    out += len;
+                }
+                *offsets.last_mut().unwrap_or(&mut 0) = out;
+                lists.truncate(out);
+                lists.shrink_to_fit();
+            }
+        }
+        Ok(Adjacency { first, offsets, lists, _held: held })
+    }
+}
+
+/// One non-empty block of a group's plan.
+struct Piece {
+    group: usize,
+    grid: usize,
+    block: usize,
+    sbase: u32,
+    dbase: u32,
+    first_edge: u64,
+    len: u64,
+}
+
+struct Decoded {
+    ext: usize,
+    crc: crc32fast::Hasher,
+    len: u64,
+    pairs: Vec<(VertexId, VertexId)>,
+}
+
+struct DecodeKernel<'a> {
+    pieces: &'a [Piece],
+}
+
+impl BlockKernel for DecodeKernel<'_> {
+    type Partial = Decoded;
+    fn process(&self, b: &Block<'_>) -> Decoded {
+        let e = &self.pieces[b.extent];
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(b.data);
+        let pairs = b.data.chunks_exact(4).map(|x| {
+            let (s, d) = decode(x);
+            (e.dbase + d, e.sbase + s)
+        });
+        Decoded { ext: b.extent, crc, len: b.data.len() as u64, pairs: pairs.collect() }
+    }
+}
+
+impl Graph {
+    fn adjacency_grids(&self, which: Neighbours) -> Vec<usize> {
+        match (self.meta.directed, which) {
+            (false, _) | (true, Neighbours::In) => vec![0],
+            (true, Neighbours::Out) => vec![1],
+            (true, Neighbours::Both) => vec![0, 1],
+        }
+    }
+
+    /// Length of `v`'s list before `sets` (entries of its columns).
+    fn list_len(&self, which: Neighbours, v: usize) -> usize {
+        let (i, o) = (self.in_degree[v] as usize, self.out_degree[v] as usize);
+        match (self.meta.directed, which) {
+            (false, _) | (true, Neighbours::In) => i,
+            (true, Neighbours::Out) => o,
+            (true, Neighbours::Both) => i + o,
+        }
+    }
+
+    fn partition_vertices(&self, parts: &Range<usize>) -> Range<usize> {
+        let psize = self.meta.partition_size as usize;
+        let n = self.num_vertices();
+        (parts.start * psize).min(n)..(parts.end * psize).min(n)
+    }
+
+    /// Bytes the lists of partitions `parts` take in memory (before `sets` shrinks them).
+    pub fn adjacency_bytes(&self, which: Neighbours, parts: Range<usize>) -> u64 {
+        let vs = self.partition_vertices(&parts);
+        let entries: u64 = vs.clone().map(|v| self.list_len(which, v) as u64).sum();
+        entries * 4 + (vs.len() as u64 + 1) * 16
+    }
+
+    /// The largest [`Graph::adjacency_bytes`] of one partition: what
+    /// [`Graph::stream_adjacency`] holds at a time.
+    pub fn largest_partition_adjacency(&self, which: Neighbours) -> u64 {
+        (0..self.meta.partitions as usize).map(|p| self.adjacency_bytes(which, p..p + 1)).max().unwrap_or(0)
+    }
+
+    /// Cuts the partitions into consecutive groups whose lists each fit the budget's free bytes
+    /// less `headroom` (what the caller needs beside one group). A partition too large alone
+    /// is a group of its own, which [`Graph::load_adjacency`] then refuses with a budget error.
+    pub fn adjacency_windows(&self, which: Neighbours, headroom: u64) -> Vec<Range<usize>> {
+        let room = self.budget.available().saturating_sub(headroom);
+        let mut out: Vec<Range<usize>> = Vec::new();
+        let mut start = 0;
+        let mut bytes = 16u64;
+        for p in 0..self.meta.partitions as usize {
+            let b = self.adjacency_bytes(which, p..p + 1) - 16;
+            if p > start && bytes + b > room {
+                out.push(start..p);
+                start = p;
+                bytes = 16;
+            }
+            bytes += b;
+        }
+        out.push(start..self.meta.partitions as usize);
+        out
+    }
+
+    /// The lists of every vertex in partitions `parts`, in memory at once (reserved from the
+    /// budget); `sets` makes each list a set (see "Multigraphs").
+    pub fn load_adjacency(&self, which: Neighbours, sets: bool, parts: Range<usize>) -> Result<Adjacency, Error> {
+        let mut out = None;
+        self.adjacency_groups(which, sets, std::slice::from_ref(&parts), |a| {
+            out = Some(a);
+            Ok(())
+        })?;
+        out.ok_or_else(|| Error::Config("no partition to load".into()))
+    }
+
+    /// Calls `f` with each partition's lists in turn (partition order), holding one partition
+    /// in memory at a time; `sets` makes each list a set (see "Multigraphs").
+    pub fn stream_adjacency<F>(&self, which: Neighbours, sets: bool, mut f: F) -> Result<(), Error>
+    where
+        F: FnMut(&Adjacency) -> Result<(), Error>,
+    {
+        let groups: Vec<Range<usize>> = (0..self.meta.partitions as usize).map(|p| p..p + 1).collect();
+        self.adjacency_groups(which, sets, &groups, |a| f(&a))
+    }
+
+    fn builder(&self, which: Neighbours, parts: &Range<usize>) -> Result<Builder, Error> {
+        let vs = self.partition_vertices(parts);
+        let held = self.budget.reserve("adjacency lists", self.adjacency_bytes(which, parts.clone()))?;
+        let mut offsets = Vec::with_capacity(vs.len() + 1);
+        offsets.push(0);
+        for v in vs.clone() {
+            offsets.push(offsets[offsets.len() - 1] + self.list_len(which, v));
+        }
+        let total = offsets[offsets.len() - 1];
+        Ok(Builder {
+            first: vs.start as VertexId,
+            cursor: offsets[..vs.len()].to_vec(),
+            offsets,
+            lists: vec![0; total],
+            held,
+            two_runs: self.adjacency_grids(which).len() > 1,
+        })
+    }
+
+    fn adjacency_groups<F>(&self, which: Neighbours, sets: bool, groups: &[Range<usize>], mut f: F) -> Result<(), Error>
+    where
+        F: FnMut(Adjacency) -> Result<(), Error>,
+    {
+        let p = self.meta.partitions as usize;
+        let psize = self.meta.partition_size as usize;
+        let grids = self.adjacency_grids(which);
+        let mut pieces = Vec::new();
+        for (group, parts) in groups.iter().enumerate() {
+            for &grid in &grids {
+                let idx = &self.grids[grid].index;
+                for dp in parts.clone() {
+                    for sp in 0..p {
+                        let block = dp * p + sp;
+                        let (lo, hi) = (idx.offsets[block], idx.offsets[block + 1]);
+                        if lo < hi {
+                            let (sbase, dbase) = ((sp * psize) as u32, (dp * psize) as u32);
+                            pieces.push(Piece { group, grid, block, sbase, dbase, first_edge: lo, len: (hi - lo) * EDGE_BYTES });
+                        }
+                    }
+                }
+            }
+        }
+        let edges: u64 = pieces.iter().map(|x| x.len / EDGE_BYTES).sum();
+        let corrupt = |x: &Piece| block_error(&self.grids[x.grid].edges, x.block, p);
+        let mut next_group = 0;
+        let mut cur: Option<(usize, Builder)> = None;
+        // Emits every group before `upto` (the one being built, then any empty ones).
+        let mut emit = |upto: usize, cur: &mut Option<(usize, Builder)>, next_group: &mut usize| -> Result<(), Error> {
+            while *next_group < upto {
+                let b = match cur.take() {
+                    Some((g, b)) if g == *next_group => b,
+                    other => {
+                        *cur = other;
+                        self.builder(which, &groups[*next_group])?
+                    }
+                };
+                f(b.finish(self, sets)?)?;
+                *next_group += 1;
+            }
+            Ok(())
+        };
+        let mut open = |group: usize, cur: &mut Option<(usize, Builder)>, next_group: &mut usize| -> Result<(), Error> {
+            if cur.as_ref().map(|c| c.0) != Some(group) {
+                emit(group, cur, next_group)?;
+                *cur = Some((group, self.builder(which, &groups[group])?));
+            }
+            Ok(())
+        };
+        let mut run = None;
+        if self.is_in_memory() {
+            for x in &pieces {
+                open(x.group, &mut cur, &mut next_group)?;
+                let Some((data, _)) = &self.grids[x.grid].mem else { continue };
+                let lo = (x.first_edge * EDGE_BYTES) as usize;
+                let b = &mut cur.as_mut().ok_or_else(|| corrupt(x))?.1;
+                for e in data[lo..lo + x.len as usize].chunks_exact(4) {
+                    let (s, d) = decode(e);
+                    if !b.push(x.dbase + d, x.sbase + s) {
+                        return Err(corrupt(x));
+                    }
+                }
+            }
+        } else if !pieces.is_empty() {
+            let mut plan = Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
+            for x in &pieces {
+                plan.push_extent(&self.grids[x.grid].edges, x.first_edge * EDGE_BYTES, x.len)?;
+            }
+            let mut failure: Option<Error> = None;
+            let mut check: Option<(usize, crc32fast::Hasher, u64)> = None;
+            let stats = self.pipeline.run_ordered(&plan, &DecodeKernel { pieces: &pieces }, |part: Decoded| {
+                if failure.is_some() {
+                    return;
+                }
+                let x = &pieces[part.ext];
+                // Block checksum: the pieces of one block arrive in stream order.
+                let (ext, hasher, done) = check.get_or_insert_with(|| (part.ext, crc32fast::Hasher::new(), 0));
+                if *ext != part.ext {
+                    failure = Some(corrupt(&pieces[*ext]));
+                    return;
+                }
+                hasher.combine(&part.crc);
+                *done += part.len;
+                if *done == x.len {
+                    if let Some((_, h, _)) = check.take() {
+                        if h.finalize() != self.grids[x.grid].index.crcs[x.block] {
+                            failure = Some(corrupt(x));
+                            return;
+                        }
+                    }
+                }
+                let step = open(x.group, &mut cur, &mut next_group).and_then(|()| {
+                    let b = &mut cur.as_mut().ok_or_else(|| corrupt(x))?.1;
+                    match part.pairs.iter().all(|&(d, s)| b.push(d, s)) {
+                        true => Ok(()),
+                        false => Err(corrupt(x)),
+                    }
+                });
+                if let Err(e) = step {
+                    failure = Some(e);
+                }
+            })?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            if let Some((ext, _, _)) = check {
+                return Err(corrupt(&pieces[ext]));
+            }
+            run = Some(stats);
+        }
+        emit(groups.len(), &mut cur, &mut next_group)?;
+        let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        st.passes += 1;
+        st.blocks_streamed += pieces.len() as u64;
+        st.edges_streamed += edges;
+        if let Some(r) = run {
+            add_stats(&mut st.run, &r);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! CDLP (`specs/graphalytics.md` §2.4): synchronous label propagation from `L(v) = v`; each
+//! iteration a vertex takes the most frequent label among its in- and out-neighbours (a two-way
+//! neighbour of a directed graph votes twice), ties going to the smallest label, and keeps its
+//! label if it has no neighbour. Exactly `iterations` iterations, or fewer only at an exact
+//! fixpoint (an iteration that changed nothing). Labels are dense ids, which preserve original
+//! id order, so "smallest" is the same either way.
+//!
+//! One iteration is one [`Graph::stream_adjacency`] pass over `Both` lists (one partition in
+//! memory at a time). Multigraphs: every stored edge votes (a duplicate edge is an extra vote; a
+//! self loop votes for the vertex's own label, twice if directed).
+
+use rayon::prelude::*;
+
+use crate::{Error, Graph, Neighbours, VertexId};
+
+/// Result of [`cdlp`].
+#[derive(Debug, Clone)]
+pub struct Cdlp {
+    /// Label (a dense id) of each vertex.
+    pub labels: Vec<VertexId>,
+    /// Iterations run (fewer than asked only at a fixpoint).
+    pub iterations: u32,
+}
+
+/// The most frequent value of `labels` (sorted in place), the smallest among ties.
+fn mode(labels: &mut [VertexId]) -> VertexId {
+    labels.sort_unstable();
+    let (mut best, mut best_n) = (labels[0], 0);
+    for run in labels.chunk_by(|a, b| a == b) {
+        if run.len() > best_n {
+            (best, best_n) = (run[0], run.len());
+        }
+    }
+    best
+}
+
+/// Runs `iterations` iterations of CDLP on `g`.
+pub fn cdlp(g: &Graph, iterations: u32) -> Result<Cdlp, Error> {
+    let n = g.num_vertices();
+    let (mut label, _r1) = g.vertex_array("cdlp labels", 0 as VertexId)?;
+    let (mut prev, _r2) = g.vertex_array("cdlp previous labels", 0 as VertexId)?;
+    label.iter_mut().enumerate().for_each(|(v, l)| *l = v as VertexId);
+    let mut done = 0;
+    while done < iterations {
+        prev.copy_from_slice(&label);
+        let mut changed = 0;
+        g.stream_adjacency(Neighbours::Both, false, |adj| {
+            let r = adj.vertices();
+            changed += label[r.start as usize..r.end as usize]
+                .par_iter_mut()
+                .zip(r.into_par_iter())
+                .map_init(Vec::new, |buf, (l, v)| {
+                    buf.clear();
+                    buf.extend(adj.of(v).iter().map(|&u| prev[u as usize]));
+                    let new = if buf.is_empty() { *l } else { mode(buf) };
+                    std::mem::replace(l, new) != new
+                })
+                .filter(|&c| c)
+                .count();
+            Ok(())
+        })?;
+        done += 1;
+        if changed == 0 {
+            break;
+        }
+    }
+    label.truncate(n);
+    Ok(Cdlp { labels: label, iterations: done })
+}

@@ -1,0 +1,63 @@
+//! LCC (`specs/graphalytics.md` §2.5): with N(v) = N_in(v) ∪ N_out(v) as a set and d = |N(v)|,
+//! `LCC(v) = t(v) / (d(d − 1))` where `t(v) = Σ_{u ∈ N(v)} |N(v) ∩ N_out(u)|` counts the edges
+//! among v's neighbours as ordered pairs (a two-way pair twice); 0 when d ≤ 1.
+//!
+//! Out of core: the out-lists are cut into windows that fit the budget
+//! ([`Graph::adjacency_windows`]); per window, one [`Graph::stream_adjacency`] pass over the
+//! N(v) sets adds, for every `u ∈ N(v)` whose out-list the window holds, `|N(v) ∩ N_out(u)|`.
+//! When the out-lists fit (8 bytes per edge on a directed graph beside one partition's lists),
+//! that is one window: the out-lists are read once and the neighbour sets once.
+//! Multigraphs: the lists are sets, so duplicate edges and self loops are ignored (the simple
+//! graph's value).
+
+use rayon::prelude::*;
+
+use crate::{Error, Graph, Neighbours, VertexId};
+
+/// |a ∩ b| for sorted sets: a merge, or binary searches of the shorter in the longer.
+fn common(a: &[VertexId], b: &[VertexId]) -> u64 {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() * 16 < long.len() {
+        let mut rest = long;
+        let mut n = 0;
+        for x in short {
+            let i = rest.partition_point(|y| y < x);
+            n += (rest.get(i) == Some(x)) as u64;
+            rest = &rest[i..];
+        }
+        return n;
+    }
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        n += (x == y) as u64;
+        i += (x <= y) as usize;
+        j += (y <= x) as usize;
+    }
+    n
+}
+
+/// The local clustering coefficient of every vertex.
+pub fn lcc(g: &Graph) -> Result<Vec<f64>, Error> {
+    let n = g.num_vertices();
+    let (mut pairs, _r1) = g.vertex_array("lcc neighbour pairs", 0u64)?;
+    let (mut size, _r2) = g.vertex_array("lcc neighbourhood sizes", 0u32)?;
+    let headroom = g.largest_partition_adjacency(Neighbours::Both);
+    for window in g.adjacency_windows(Neighbours::Out, headroom) {
+        let out = g.load_adjacency(Neighbours::Out, true, window)?;
+        g.stream_adjacency(Neighbours::Both, true, |adj| {
+            let r = adj.vertices();
+            let (lo, hi) = (r.start as usize, r.end as usize);
+            pairs[lo..hi].par_iter_mut().zip(&mut size[lo..hi]).zip(r).for_each(|((t, d), v)| {
+                let nv = adj.of(v);
+                *d = nv.len() as u32;
+                *t += nv.iter().filter(|&&u| out.contains(u)).map(|&u| common(nv, out.of(u))).sum::<u64>();
+            });
+            Ok(())
+        })?;
+    }
+    Ok((0..n).map(|v| {
+        let d = size[v] as f64;
+        if size[v] <= 1 { 0.0 } else { pairs[v] as f64 / (d * (d - 1.0)) }
+    }).collect())
+}

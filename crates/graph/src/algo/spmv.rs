@@ -1,0 +1,44 @@
+//! SpMV: `y_d = Σ over stored edges s → d of w(s, d) · x_s` (w = 1 on unweighted stores), i.e.
+//! `y = Aᵀx` for the adjacency matrix `A[s][d] = w(s, d)`; undirected graphs store both
+//! directions, so `A` is symmetric there. One weighted edge pass. Multigraphs: duplicate edges
+//! add up (as scipy.sparse sums duplicate entries); a self loop is a diagonal entry (an
+//! undirected one stored once).
+
+use crate::{Direction, EdgeKernel, Error, Graph, VertexId, VertexSet};
+
+struct Product<'a> {
+    x: &'a [f64],
+}
+
+impl EdgeKernel for Product<'_> {
+    type Value = f64;
+    type State = f64;
+    const WEIGHTED: bool = true;
+    #[inline(always)]
+    fn gather(&self, s: VertexId, w: f64) -> Option<f64> {
+        Some(w * self.x[s as usize])
+    }
+    #[inline(always)]
+    fn combine(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn apply(&self, _d: VertexId, v: f64, y: &mut f64) -> bool {
+        *y += v;
+        false
+    }
+}
+
+/// `y = Aᵀx` for `x` indexed by dense id (|V| long).
+pub fn spmv(g: &Graph, x: &[f64]) -> Result<Vec<f64>, Error> {
+    let n = g.num_vertices();
+    if x.len() != n {
+        return Err(Error::Config(format!("the vector has {} entries, the graph {n} vertices", x.len())));
+    }
+    let (mut xs, _r1) = g.vertex_array("spmv input vector", 0.0f64)?;
+    xs[..n].copy_from_slice(x);
+    let (mut y, _r2) = g.vertex_array("spmv output vector", 0.0f64)?;
+    g.stream_edges(&Product { x: &xs }, &VertexSet::all(g), Direction::Out, &mut y)?;
+    y.truncate(n);
+    Ok(y)
+}

@@ -1,0 +1,63 @@
+//! SSSP (`specs/graphalytics.md` §2.6): the least total weight of a path from `root` along edge
+//! direction (both ways for undirected graphs), `f64::INFINITY` where no path exists.
+//! Frontier Bellman-Ford: each pass relaxes the edges out of the vertices whose distance fell in
+//! the previous pass (blocks of other source partitions are skipped), reading the previous
+//! pass's distances, until none falls. Weights must be finite and non-negative (`import`
+//! rejects others; a pass that meets one anyway fails); an unweighted store counts 1 per edge.
+//! Multigraphs: the lightest of duplicate edges wins; self loops never shorten a path.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use crate::{Direction, EdgeKernel, Error, Graph, VertexId, VertexSet};
+
+struct Relax<'a> {
+    prev: &'a [f64],
+    frontier: &'a VertexSet,
+    bad_weight: &'a AtomicBool,
+}
+
+impl EdgeKernel for Relax<'_> {
+    type Value = f64;
+    type State = f64;
+    const WEIGHTED: bool = true;
+    #[inline(always)]
+    fn gather(&self, s: VertexId, w: f64) -> Option<f64> {
+        if !(w >= 0.0 && w.is_finite()) {
+            self.bad_weight.store(true, Relaxed);
+            return None;
+        }
+        self.frontier.contains(s).then(|| self.prev[s as usize] + w)
+    }
+    #[inline(always)]
+    fn combine(&self, a: f64, b: f64) -> f64 {
+        a.min(b)
+    }
+    #[inline(always)]
+    fn apply(&self, _d: VertexId, v: f64, dist: &mut f64) -> bool {
+        let lower = v < *dist;
+        if lower {
+            *dist = v;
+        }
+        lower
+    }
+}
+
+/// Distance from `root` (a dense id) to every vertex.
+pub fn sssp(g: &Graph, root: VertexId) -> Result<Vec<f64>, Error> {
+    let n = g.num_vertices();
+    let (mut dist, _r1) = g.vertex_array("sssp distances", f64::INFINITY)?;
+    let (mut prev, _r2) = g.vertex_array("sssp previous distances", f64::INFINITY)?;
+    *dist.get_mut(root as usize).filter(|_| (root as usize) < n).ok_or(Error::NoSuchVertex { id: root as u64 })? = 0.0;
+    let bad_weight = AtomicBool::new(false);
+    let mut frontier = VertexSet::single(g, root);
+    while !frontier.is_empty() {
+        prev.copy_from_slice(&dist);
+        let k = Relax { prev: &prev, frontier: &frontier, bad_weight: &bad_weight };
+        frontier = g.stream_edges(&k, &frontier, Direction::Out, &mut dist)?;
+        if bad_weight.load(Relaxed) {
+            return Err(Error::Input { path: g.dir().to_path_buf(), msg: "an edge weight is negative or not a finite number".into() });
+        }
+    }
+    dist.truncate(n);
+    Ok(dist)
+}
