@@ -248,17 +248,29 @@ impl GrepKernel {
                     pattern: config.pattern.clone(),
                     reason: one_line(&e),
                 })?;
-            let looks = regex_syntax::ParserBuilder::new()
+            let hir = regex_syntax::ParserBuilder::new()
                 .utf8(false)
                 .multi_line(lines)
                 .case_insensitive(config.ignore_case)
                 .build()
                 .parse(&pattern)
-                .map(|hir| hir.properties().look_set());
-            let block_search = match looks {
-                Ok(looks) if lines => !looks.contains_anchor_haystack(),
-                Ok(looks) => looks.is_empty(),
-                Err(_) => false,
+                .ok();
+            // A regex that is one literal (`aaaaa`, `foo\.bar`) is searched with memmem, as -F
+            // is: the regex engine would find the same matches with more overhead per call.
+            if let Some(regex_syntax::hir::HirKind::Literal(lit)) = hir.as_ref().map(|h| h.kind()) {
+                return Ok(GrepKernel {
+                    matcher: Matcher::Literal(memmem::Finder::new(&lit.0).into_owned()),
+                    layout,
+                    block_search: true,
+                    count_matches: config.count_matches,
+                    list: !config.count,
+                    budget,
+                });
+            }
+            let block_search = match hir.map(|h| h.properties().look_set()) {
+                Some(looks) if lines => !looks.contains_anchor_haystack(),
+                Some(looks) => looks.is_empty(),
+                None => false,
             };
             (Matcher::Regex(regex), block_search)
         };

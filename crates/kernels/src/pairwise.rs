@@ -43,6 +43,12 @@ pub(crate) fn sum<F: Fn(usize) -> f64>(start: usize, n: usize, term: &F) -> f64 
     }
 }
 
+/// Returns the pairwise sum of `vals` (NumPy's `pairwise_sum` over a contiguous array).
+#[inline]
+pub(crate) fn sum_slice(vals: &[f64]) -> f64 {
+    sum(0, vals.len(), &|i| vals[i])
+}
+
 /// A Neumaier (improved Kahan–Babuška) compensated running sum: folding block sums with it keeps
 /// the error of the fold near one rounding, whatever the number of blocks.
 #[derive(Debug, Clone, Copy, Default)]
