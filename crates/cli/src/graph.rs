@@ -22,6 +22,9 @@ macro_rules! say {
     }};
 }
 
+#[path = "graph_more.rs"]
+mod graph_more;
+
 /// Arguments of `sluice graph`.
 #[derive(Debug, Args)]
 pub(crate) struct GraphArgs {
@@ -45,6 +48,18 @@ enum GraphCommand {
     Bfs(BfsArgs),
     /// Weakly connected components (label = smallest original id in the component).
     Wcc(AlgoArgs),
+    /// Community detection by label propagation (LDBC: ties to the smallest label).
+    Cdlp(graph_more::CdlpArgs),
+    /// Local clustering coefficient (LDBC: directed edges among the neighbours as ordered pairs).
+    Lcc(AlgoArgs),
+    /// Single-source shortest paths from --source (original id); unreachable = infinity.
+    Sssp(graph_more::SsspArgs),
+    /// Sparse matrix-vector product y_d = sum over edges s->d of w(s,d) x_s.
+    Spmv(graph_more::SpmvArgs),
+    /// Check an output against a reference with LDBC's rules (exit 0 if it passes, 1 if not).
+    Validate(graph_more::ValidateArgs),
+    /// Run every algorithm an LDBC .properties file lists and validate each output.
+    Ldbc(graph_more::LdbcArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -185,6 +200,12 @@ pub(crate) fn run(args: GraphArgs) -> anyhow::Result<ExitCode> {
         GraphCommand::Pagerank(a) => run_pagerank(a),
         GraphCommand::Bfs(a) => run_bfs(a),
         GraphCommand::Wcc(a) => run_wcc(a),
+        GraphCommand::Cdlp(a) => graph_more::run_cdlp(a),
+        GraphCommand::Lcc(a) => graph_more::run_lcc(a),
+        GraphCommand::Sssp(a) => graph_more::run_sssp(a),
+        GraphCommand::Spmv(a) => graph_more::run_spmv(a),
+        GraphCommand::Validate(a) => graph_more::run_validate(a),
+        GraphCommand::Ldbc(a) => graph_more::run_ldbc(a),
     }
 }
 

@@ -32,9 +32,11 @@ pub mod cleanup;
 mod engine;
 mod error;
 pub mod kronecker;
+pub mod ldbc;
 pub mod import;
 pub mod output;
 pub mod store;
+pub mod validate;
 mod verify;
 
 pub use engine::adjacency::{Adjacency, Neighbours};
