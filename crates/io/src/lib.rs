@@ -121,7 +121,7 @@ pub struct Run<P> {
 }
 
 /// Settings of a pipeline. Zero means "choose".
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Config {
     engine: Engine,
     direct: DirectMode,
@@ -134,6 +134,26 @@ struct Config {
     progress: Option<Arc<AtomicU64>>,
     backend: Backend,
     inject_read_error: Option<u64>,
+    mmap: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            engine: Engine::default(),
+            direct: DirectMode::default(),
+            block_size: 0,
+            queue_depth: 0,
+            io_threads: 0,
+            workers: 0,
+            budget: None,
+            trace: None,
+            progress: None,
+            backend: Backend::default(),
+            inject_read_error: None,
+            mmap: true,
+        }
+    }
 }
 
 /// Builds a [`Pipeline`].
@@ -202,6 +222,13 @@ impl PipelineBuilder {
     /// same for a whole process, e.g. the CLI).
     pub fn inject_read_error(mut self, stream_offset: u64) -> Self {
         self.config.inject_read_error = Some(stream_offset);
+        self
+    }
+    /// Whether the IOC engine may read files that are mostly in the page cache (under
+    /// [`DirectMode::Auto`]) through a memory mapping: zero copy, at memory speed (default true;
+    /// `SLUICE_NO_MMAP=1` also turns it off). A mapped file must not be truncated during the run.
+    pub fn mmap(mut self, on: bool) -> Self {
+        self.config.mmap = on;
         self
     }
     /// Checks the settings.

@@ -22,6 +22,9 @@ pub struct FileAccess {
     pub path: PathBuf,
     /// True if and only if it was read with O_DIRECT.
     pub direct: bool,
+    /// True if and only if its blocks were slices of a mapping of the page cache (no read, no
+    /// copy): the IOC engine does this for a file mostly in the page cache under `auto`.
+    pub mapped: bool,
     /// Share of its pages in the page cache when the run started (0..=1), if known.
     pub cached_fraction: Option<f64>,
     /// Why it was read that way (the `--direct` setting, its residency, a file system that
@@ -42,8 +45,11 @@ pub struct RunStats {
     pub direct: String,
     /// Per file: direct or buffered, and why.
     pub files: Vec<FileAccess>,
-    /// Bytes read from storage.
+    /// Bytes read from storage or the page cache (O_DIRECT reads count their whole aligned
+    /// length; mapped files count the plan's bytes).
     pub bytes_read: u64,
+    /// Of `bytes_read`, bytes handed over as slices of a file mapping (no copy).
+    pub mapped_bytes: u64,
     /// Wall time of the run.
     pub seconds: f64,
     /// `bytes_read / seconds`.

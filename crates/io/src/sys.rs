@@ -7,6 +7,11 @@
 //!    `mincore(2)` over a temporary read-only mapping; `None` if neither works.
 //! 2. [`open_direct`] opens read-only with `O_DIRECT`; the error is the kernel's (`EINVAL` where
 //!    the file system refuses direct I/O, e.g. tmpfs).
+//! 3. A [`Mapping`] is a read-only shared mapping of a whole file, unmapped on drop. Its bytes
+//!    are the page cache's: no copy. The file must not be truncated while it is mapped (a read
+//!    of a page past the new end raises `SIGBUS`, as for every mmap reader, ripgrep included);
+//!    the pipeline maps only files it reads mostly from the page cache, and
+//!    `SLUICE_NO_MMAP=1` turns mapping off.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -105,6 +110,66 @@ fn mincore(file: &File, offset: u64, len: u64) -> Option<u64> {
     // SAFETY: unmapping exactly the mapping made above; nothing refers into it.
     unsafe { libc::munmap(addr, map_len) };
     (rc == 0).then(|| (vec.iter().filter(|&&v| v & 1 != 0).count() as u64 * page).min(len))
+}
+
+/// A read-only shared mapping of a whole file (rule 3).
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    addr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value; sharing `&[u8]` views of it across
+// threads is like sharing a `&[u8]` of a `Box<[u8]>` nobody writes through.
+unsafe impl Send for Mapping {}
+// SAFETY: as for `Send`: no method writes through the mapping.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps the first `len` bytes of `file` (its length when the plan was checked). `len == 0`
+    /// maps nothing.
+    pub(crate) fn new(file: &File, len: u64) -> std::io::Result<Mapping> {
+        let len = usize::try_from(len).map_err(std::io::Error::other)?;
+        if len == 0 {
+            return Ok(Mapping { addr: std::ptr::null_mut(), len: 0 });
+        }
+        // SAFETY: a fresh read-only shared mapping of an open file; the kernel picks the address.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Mapping { addr: addr.cast(), len })
+    }
+
+    /// The mapped bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `addr` is the start of a live `len`-byte readable mapping owned by `self`
+        // (unmapped only in `Drop`). Nothing in this process writes the file while it is
+        // mapped, and rule 3 (no truncation during the run) keeps every page readable.
+        unsafe { std::slice::from_raw_parts(self.addr, self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmapping exactly the mapping made in `new`; `&self` borrows of its bytes
+            // have ended, since `drop` has `&mut self`.
+            unsafe { libc::munmap(self.addr.cast(), self.len) };
+        }
+    }
 }
 
 /// Opens `path` read-only with `O_DIRECT` (rule 2).
