@@ -185,7 +185,8 @@ pub struct BlockMatches {
 
 #[derive(Debug)]
 enum Matcher {
-    Literal(memmem::Finder<'static>),
+    // Boxed: a Finder is ~300 bytes, a Regex a few pointers.
+    Literal(Box<memmem::Finder<'static>>),
     Regex(Regex),
 }
 
@@ -233,7 +234,7 @@ impl GrepKernel {
         let lines = matches!(layout, RecordLayout::Delimited(_));
         let (matcher, block_search) = if config.fixed_strings && !config.ignore_case {
             let finder = memmem::Finder::new(config.pattern.as_bytes()).into_owned();
-            (Matcher::Literal(finder), true)
+            (Matcher::Literal(Box::new(finder)), true)
         } else {
             let pattern = if config.fixed_strings {
                 regex::escape(&config.pattern)
@@ -259,7 +260,7 @@ impl GrepKernel {
             // is: the regex engine would find the same matches with more overhead per call.
             if let Some(regex_syntax::hir::HirKind::Literal(lit)) = hir.as_ref().map(|h| h.kind()) {
                 return Ok(GrepKernel {
-                    matcher: Matcher::Literal(memmem::Finder::new(&lit.0).into_owned()),
+                    matcher: Matcher::Literal(Box::new(memmem::Finder::new(&lit.0).into_owned())),
                     layout,
                     block_search: true,
                     count_matches: config.count_matches,

@@ -530,6 +530,10 @@ impl StatsKernel {
         let mask = CHUNK - 1;
         for chunk in data.chunks(CHUNK * size) {
             let total = chunk.len() / size;
+            if total == 0 {
+                // Only a short last record, which `open_array` rules out; never index into it.
+                continue;
+            }
             let (k, sum) = if self.dtype.scalar.is_float() {
                 let mut k = 0;
                 for c in chunk.chunks_exact(size) {
