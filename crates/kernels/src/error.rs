@@ -112,6 +112,15 @@ pub enum KernelError {
         /// The keys this kernel knows.
         known: &'static str,
     },
+    /// Listing the matches of a file failed (the listed records outgrew the memory budget).
+    #[error("{path}: listing matches")]
+    Listing {
+        /// The file searched.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<KernelError>,
+    },
     /// The pattern does not compile.
     #[error("bad pattern {pattern:?}: {reason}")]
     Pattern {

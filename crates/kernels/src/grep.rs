@@ -434,7 +434,11 @@ where
                     failed = Some(e);
                 }
             }
-            Err(e) => failed = Some(e.into()),
+            Err(e) => {
+                failed = Some(
+                    KernelError::Listing { path: path.to_path_buf(), source: Box::new(e) }.into(),
+                );
+            }
         }
     });
     let run = run.map_err(KernelError::from)?;
