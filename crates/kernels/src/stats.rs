@@ -754,4 +754,4 @@ pub fn stats(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

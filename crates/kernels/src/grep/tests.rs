@@ -54,19 +54,27 @@ fn naive(data: &[u8], config: &GrepConfig) -> (u64, u64, Vec<RecordMatch>) {
 }
 
 fn run(path: &Path, config: &GrepConfig, block_size: usize) -> GrepReport {
-    let pipeline = PipelineBuilder::new().block_size(block_size).build().unwrap();
+    run_on(path, config, block_size, 0)
+}
+
+fn run_on(path: &Path, config: &GrepConfig, block_size: usize, way: usize) -> GrepReport {
+    let pipeline = crate::stats::tests::pipeline_on(block_size, way);
     grep(path, config, &pipeline, &Budget::unlimited()).unwrap()
 }
 
 fn check(data: &[u8], config: &GrepConfig, block_size: usize) {
+    check_on(data, config, block_size, 0)
+}
+
+fn check_on(data: &[u8], config: &GrepConfig, block_size: usize, way: usize) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("g.txt");
     std::fs::write(&p, data).unwrap();
     let (n, m, list) = naive(data, config);
     for count_matches in [false, true] {
         let config = GrepConfig { count_matches, count: false, ..config.clone() };
-        let r = run(&p, &config, block_size);
-        let what = format!("{config:?} on {:?}", String::from_utf8_lossy(data));
+        let r = run_on(&p, &config, block_size, way);
+        let what = format!("{config:?} on {:?} (path {way})", String::from_utf8_lossy(data));
         assert_eq!(r.records_matched, n, "{what}");
         assert_eq!(r.count, if count_matches { m } else { n }, "{what}");
         assert_eq!(r.matches.as_ref(), Some(&list), "{what}");
@@ -162,6 +170,9 @@ fn rule5_two_runs_give_identical_bytes() {
     let out = |r: GrepReport| serde_json::to_vec(&(r.count, r.matches)).unwrap();
     assert_eq!(out(run(&p, &c, 4096)), out(run(&p, &c, 4096)));
     assert_eq!(out(run(&p, &c, 4096)), out(run(&p, &c, 1 << 20)));
+    for way in 0..5 {
+        assert_eq!(out(run(&p, &c, 4096)), out(run_on(&p, &c, 4096, way)), "path {way}");
+    }
 }
 
 #[test]
@@ -238,12 +249,13 @@ proptest! {
         fixed in any::<bool>(),
         record_size in prop::option::of(1usize..300),
         k in 1usize..4,
+        way in 0usize..5,
     ) {
         let c = GrepConfig {
             fixed_strings: fixed && !pattern.contains('\\'),
             record_size,
             ..config(pattern)
         };
-        check(&data, &c, 4096 * k);
+        check_on(&data, &c, 4096 * k, way);
     }
 }

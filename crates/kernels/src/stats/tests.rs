@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use sluice_io::PipelineBuilder;
+use sluice_io::{Backend, DirectMode, Engine, PipelineBuilder};
 
 use super::*;
 
@@ -178,8 +178,28 @@ fn data(rng: &mut StdRng, dtype: Dtype, n: usize) -> Vec<u8> {
 }
 
 fn run_stats(path: &Path, config: &StatsConfig, block_size: usize) -> StatsReport {
-    let pipeline = PipelineBuilder::new().block_size(block_size).build().unwrap();
-    stats(path, config, &pipeline, &Budget::unlimited()).unwrap()
+    run_stats_on(path, config, block_size, 0)
+}
+
+/// Every way sluice-io can run a plan (as ripgrep's `SearcherTester` runs every searcher): IOC
+/// over io_uring and over pread threads, buffered and O_DIRECT, mmap, and the sync engine, with
+/// more workers than cores so that blocks complete out of order.
+const PATHS: usize = 5;
+
+pub(crate) fn pipeline_on(block_size: usize, path: usize) -> sluice_io::Pipeline {
+    let b = PipelineBuilder::new().block_size(block_size).workers(3);
+    let b = match path % PATHS {
+        0 => b.direct(DirectMode::Never).mmap(false),
+        1 => b.backend(Backend::Pread).direct(DirectMode::Never).mmap(false),
+        2 => b.direct(DirectMode::Always),
+        3 => b.direct(DirectMode::Auto).mmap(true),
+        _ => b.engine(Engine::Sync).direct(DirectMode::Never),
+    };
+    b.build().unwrap()
+}
+
+fn run_stats_on(path: &Path, config: &StatsConfig, block_size: usize, way: usize) -> StatsReport {
+    stats(path, config, &pipeline_on(block_size, way), &Budget::unlimited()).unwrap()
 }
 
 fn raw_config(dtype: Dtype) -> StatsConfig {
@@ -214,9 +234,11 @@ fn every_dtype_and_endian_matches_the_naive_reference_raw_and_npy() {
                 range: Some((hist.1, hist.2)),
                 ..Default::default()
             };
-            let report = run_stats(&npy, &config, 8192);
-            assert_eq!((report.format, report.dtype.clone()), ("npy", dtype.descr()));
-            check(&report, &want, 1e-12);
+            for way in 0..PATHS {
+                let report = run_stats_on(&npy, &config, 8192, way);
+                assert_eq!((report.format, report.dtype.clone()), ("npy", dtype.descr()));
+                check(&report, &want, 1e-12);
+            }
         }
     }
 }
@@ -370,7 +392,12 @@ fn rule7_two_runs_give_identical_bytes() {
         v.as_object_mut().unwrap().remove("run");
         serde_json::to_vec(&v).unwrap()
     };
-    assert_eq!(figures(run_stats(&p, &config, 4096)), figures(run_stats(&p, &config, 4096)));
+    let first = figures(run_stats(&p, &config, 4096));
+    assert_eq!(first, figures(run_stats(&p, &config, 4096)));
+    // Partials are folded in stream order, so the engine and the completion order do not matter.
+    for way in 0..PATHS {
+        assert_eq!(first, figures(run_stats_on(&p, &config, 4096, way)), "path {way}");
+    }
 }
 
 #[test]
@@ -483,6 +510,7 @@ proptest! {
         n in 0usize..6000,
         k in 1usize..5,
         seed in any::<u64>(),
+        way in 0..PATHS,
     ) {
         let dtype = Dtype::new(Scalar::ALL[scalar], if big { Endian::Big } else { Endian::Little });
         let mut rng = StdRng::seed_from_u64(seed);
@@ -494,7 +522,7 @@ proptest! {
         std::fs::write(&p, file).unwrap();
         let config = StatsConfig { bins: Some(9), range: Some((-60.0, 200.0)), ..raw_config(dtype) };
         let want = naive(&bytes, dtype, Some((9, -60.0, 200.0)));
-        let a = run_stats(&p, &config, 4096 * k);
+        let a = run_stats_on(&p, &config, 4096 * k, way);
         let b = run_stats(&p, &config, 1 << 20);
         check(&a, &want, 1e-12);
         check(&b, &want, 1e-12);
