@@ -81,6 +81,9 @@ pub enum IoError {
     /// io_uring could not be set up.
     #[error("io_uring unavailable; use the sync engine")]
     UringUnavailable(#[source] std::io::Error),
+    /// io_uring was set up but then refused to submit or wait (mid-run).
+    #[error("io_uring submission failed")]
+    Uring(#[source] std::io::Error),
     /// The trace file could not be written.
     #[error("{path}: cannot write trace")]
     Trace {

@@ -6,6 +6,15 @@
 //! the seam). The per-block partial results come back in stream order, whatever order the blocks
 //! completed in, so a fold over them is bitwise reproducible.
 //!
+//! Two engines ([`Engine`]): IOC (a fixed pool of 4096-aligned buffers; I/O threads keep
+//! `queue_depth` io_uring reads in flight, or fall back to pread threads and say why in
+//! [`RunStats::fallback_reason`]; compute workers take filled buffers in completion order and run
+//! the kernel in place) and `sync` (each worker reads one block, then computes on it: the
+//! baseline). Each file is read with O_DIRECT, buffered, or — for a file nearly all in the page
+//! cache — through a memory mapping, decided from its page-cache residency ([`DirectMode`]) and
+//! reported in [`RunStats::files`]. Both engines hand the kernel the same blocks. The protocol is
+//! written up in `src/pipeline/README.md`.
+//!
 //! ```
 //! use sluice_io::{Block, BlockKernel, Plan, PipelineBuilder, RecordLayout};
 //!

@@ -1123,7 +1123,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             continue;
         }
         if let Err(e) = ring.submit_and_wait(1) {
-            shared.fail(IoError::UringUnavailable(e));
+            shared.fail(IoError::Uring(e));
             break;
         }
         ring.reap(&mut done);
