@@ -23,6 +23,13 @@
 //!    any thread starts; over budget is [`IoError::OverBudget`] and no read is made.
 //! 6. A read covering the stream offset given to `inject_read_error` (or in the environment
 //!    variable `SLUICE_INJECT_READ_ERROR`) fails with `EIO`, in every engine and backend.
+//! 7. Each file is read one way, decided once per run from [`DirectMode`] and its page-cache
+//!    residency (`cachestat`, else `mincore`): `always`/`never` force O_DIRECT or buffered;
+//!    `auto` reads a file with more than half its planned bytes cached buffered, and the IOC
+//!    engine maps one with at least 90% cached (its blocks are slices of the page cache: no read,
+//!    no copy); the rest goes O_DIRECT. A file system that refuses O_DIRECT (`EINVAL`) is read
+//!    buffered. The decision and its reason are in [`RunStats::files`]. It never changes which
+//!    blocks the kernel sees.
 //!
 //! # Threads and costs
 //! IOC: `io_threads` I/O threads `sluice-io-N` (io_uring), or `io_threads × queue_depth` pread

@@ -6,7 +6,7 @@
 //! 1. It hands the kernel exactly the blocks the IOC engine does (same reads, same seams), so the
 //!    two engines' outputs are identical; only the overlap differs.
 //! 2. Each thread owns one pool buffer for the whole run; O_DIRECT and buffered reads are decided
-//!    per file as for IOC.
+//!    per file as for IOC, but no file is mapped: every byte is read with `pread`.
 //! 3. Errors and shutdown follow `pipeline.rs` rule 4: the first error stops every thread at its
 //!    next claim.
 
