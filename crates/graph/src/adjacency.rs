@@ -411,3 +411,219 @@ impl Graph {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The lists, and the algorithms over them, against naive in-memory versions on random
+    //! multigraphs of three partitions (so lists span blocks and windows split).
+
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::{Path, PathBuf};
+
+    use rand::{RngCore, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+    use sluice_io::{Budget, PipelineBuilder};
+
+    use super::Neighbours;
+    use crate::algo::{cdlp, lcc, spmv, sssp};
+    use crate::import::{Format, ImportOptions, import};
+    use crate::Graph;
+
+    const IDS: u64 = 150_000;
+
+    /// A random weighted multigraph (duplicates and self loops included) over ids `3·k`.
+    fn random_edges(seed: u64, m: usize) -> Vec<(u64, u64, f64)> {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..m)
+            .map(|i| {
+                let s = r.next_u64() % IDS * 3;
+                let d = if i % 97 == 0 { s } else { r.next_u64() % IDS.min(s / 3 + 2000) * 3 };
+                (s, d, (r.next_u64() % 1000) as f64 / 64.0)
+            })
+            .chain([(0, 3, 1.0), (0, 3, 2.0), (3, 0, 1.0)])
+            .collect()
+    }
+
+    fn make_store(dir: &Path, edges: &[(u64, u64, f64)], directed: bool) -> PathBuf {
+        let input = dir.join(format!("g{directed}.txt"));
+        let text: String = edges.iter().map(|(s, d, w)| format!("{s} {d} {w}\n")).collect();
+        std::fs::write(&input, text).unwrap();
+        let store = dir.join(format!("g{directed}.grid"));
+        let mut opts = ImportOptions::new(Format::Snap);
+        opts.directed = Some(directed);
+        import(&[input], &store, &opts, &PipelineBuilder::new().build().unwrap(), &Budget::unlimited()).unwrap();
+        store
+    }
+
+    fn open(store: &Path, budget: Budget) -> Graph {
+        Graph::open(store, PipelineBuilder::new().block_size(1 << 16).build().unwrap(), budget).unwrap()
+    }
+
+    /// Naive in- and out-lists by dense id (each stored edge once per direction it is stored in).
+    fn naive(g: &Graph, edges: &[(u64, u64, f64)], directed: bool) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+        let n = g.num_vertices();
+        let (mut ins, mut outs) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        for &(s, d, _) in edges {
+            let (s, d) = (g.dense_id(s).unwrap(), g.dense_id(d).unwrap());
+            outs[s as usize].push(d);
+            ins[d as usize].push(s);
+            if !directed && s != d {
+                outs[d as usize].push(s);
+                ins[s as usize].push(d);
+            }
+        }
+        (ins, outs)
+    }
+
+    #[test]
+    fn lists_match_naive_in_every_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let edges = random_edges(7, 150_000);
+        for directed in [true, false] {
+            let store = make_store(dir.path(), &edges, directed);
+            let mut g = open(&store, Budget::unlimited());
+            assert!(g.meta().partitions >= 2, "the test needs several partitions");
+            let (ins, outs) = naive(&g, &edges, directed);
+            for in_memory in [false, true] {
+                if in_memory {
+                    g.load_edges().unwrap();
+                }
+                for which in [Neighbours::In, Neighbours::Out, Neighbours::Both] {
+                    for sets in [false, true] {
+                        let mut seen = 0;
+                        g.stream_adjacency(which, sets, |adj| {
+                            for v in adj.vertices() {
+                                let mut want = match (which, directed) {
+                                    (Neighbours::In, _) | (_, false) => ins[v as usize].clone(),
+                                    (Neighbours::Out, _) => outs[v as usize].clone(),
+                                    (Neighbours::Both, true) => [&ins[v as usize][..], &outs[v as usize][..]].concat(),
+                                };
+                                want.sort_unstable();
+                                if sets {
+                                    want.dedup();
+                                    want.retain(|&u| u != v);
+                                }
+                                assert_eq!(adj.of(v), &want[..], "{which:?} sets={sets} v={v} in_memory={in_memory}");
+                                seen += 1;
+                            }
+                            Ok(())
+                        })
+                        .unwrap();
+                        assert_eq!(seen, g.num_vertices());
+                    }
+                }
+            }
+        }
+    }
+
+    fn naive_lcc(g: &Graph, ins: &[Vec<u32>], outs: &[Vec<u32>]) -> Vec<f64> {
+        let out_sets: Vec<BTreeSet<u32>> = outs.iter().enumerate().map(|(v, l)| l.iter().copied().filter(|&u| u as usize != v).collect()).collect();
+        (0..g.num_vertices())
+            .map(|v| {
+                let nv: BTreeSet<u32> = ins[v].iter().chain(&outs[v]).copied().filter(|&u| u as usize != v).collect();
+                let d = nv.len() as f64;
+                let t: usize = nv.iter().map(|&u| out_sets[u as usize].intersection(&nv).count()).sum();
+                if nv.len() <= 1 { 0.0 } else { t as f64 / (d * (d - 1.0)) }
+            })
+            .collect()
+    }
+
+    fn naive_cdlp(ins: &[Vec<u32>], outs: &[Vec<u32>], directed: bool, k: u32) -> Vec<u32> {
+        let mut l: Vec<u32> = (0..ins.len() as u32).collect();
+        for _ in 0..k {
+            let prev = l.clone();
+            for v in 0..ins.len() {
+                let mut hist: BTreeMap<u32, usize> = BTreeMap::new();
+                let votes = if directed { [&ins[v][..], &outs[v][..]].concat() } else { ins[v].clone() };
+                for u in votes {
+                    *hist.entry(prev[u as usize]).or_default() += 1;
+                }
+                // BTreeMap iterates labels ascending; keep the first of the largest count.
+                if let Some(best) = hist.iter().fold(None, |b: Option<(u32, usize)>, (&lab, &c)| match b {
+                    Some((_, bc)) if bc >= c => b,
+                    _ => Some((lab, c)),
+                }) {
+                    l[v] = best.0;
+                }
+            }
+        }
+        l
+    }
+
+    fn naive_sssp(g: &Graph, edges: &[(u64, u64, f64)], directed: bool, root: u32) -> Vec<f64> {
+        let n = g.num_vertices();
+        let mut adj = vec![Vec::new(); n];
+        for &(s, d, w) in edges {
+            let (s, d) = (g.dense_id(s).unwrap() as usize, g.dense_id(d).unwrap() as usize);
+            adj[s].push((d, w));
+            if !directed {
+                adj[d].push((s, w));
+            }
+        }
+        let mut dist = vec![f64::INFINITY; n];
+        let mut heap = std::collections::BinaryHeap::new();
+        dist[root as usize] = 0.0;
+        heap.push((std::cmp::Reverse(0u64), root as usize));
+        while let Some((std::cmp::Reverse(k), v)) = heap.pop() {
+            if f64::from_bits(k) > dist[v] {
+                continue;
+            }
+            for &(u, w) in &adj[v] {
+                let nd = dist[v] + w;
+                if nd < dist[u] {
+                    dist[u] = nd;
+                    heap.push((std::cmp::Reverse(nd.to_bits()), u));
+                }
+            }
+        }
+        dist
+    }
+
+    #[test]
+    fn algorithms_match_naive_and_lcc_windows_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let edges = random_edges(11, 120_000);
+        for directed in [true, false] {
+            let store = make_store(dir.path(), &edges, directed);
+            let g = open(&store, Budget::unlimited());
+            let (ins, outs) = naive(&g, &edges, directed);
+            // LCC under a budget that holds about half the out-lists (at least the largest
+            // partition's): several windows.
+            let probe = open(&store, Budget::new(1 << 40).unwrap());
+            let used = (1u64 << 40) - probe.budget().available();
+            let arrays = g.padded_len() as u64 * 12;
+            let headroom = g.largest_partition_adjacency(Neighbours::Both);
+            let outs_bytes = g.adjacency_bytes(Neighbours::Out, 0..g.meta().partitions as usize);
+            let room = (outs_bytes / 2).max(g.largest_partition_adjacency(Neighbours::Out));
+            assert!(room < outs_bytes);
+            let tight = open(&store, Budget::new(used + arrays + headroom + room).unwrap());
+            {
+                let (_a, _r1) = tight.vertex_array("pairs", 0u64).unwrap();
+                let (_b, _r2) = tight.vertex_array("sizes", 0u32).unwrap();
+                assert!(tight.adjacency_windows(Neighbours::Out, headroom).len() >= 2);
+            }
+            let want = naive_lcc(&g, &ins, &outs);
+            for got in [lcc::lcc(&g).unwrap(), lcc::lcc(&tight).unwrap()] {
+                for (v, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!((a - b).abs() <= 1e-12 * b.abs(), "lcc v={v}: {a} vs {b}");
+                }
+            }
+            assert_eq!(cdlp::cdlp(&g, 4).unwrap().labels, naive_cdlp(&ins, &outs, directed, 4));
+            let root = g.dense_id(0).unwrap();
+            let want = naive_sssp(&g, &edges, directed, root);
+            assert_eq!(sssp::sssp(&g, root).unwrap(), want);
+            let x: Vec<f64> = (0..g.num_vertices()).map(|v| ((v * 7919) % 13) as f64 - 6.0).collect();
+            let mut y = vec![0.0; g.num_vertices()];
+            for &(s, d, w) in &edges {
+                let (s, d) = (g.dense_id(s).unwrap() as usize, g.dense_id(d).unwrap() as usize);
+                y[d] += w * x[s];
+                if !directed && s != d {
+                    y[s] += w * x[d];
+                }
+            }
+            for (a, b) in spmv::spmv(&g, &x).unwrap().iter().zip(&y) {
+                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "spmv {a} vs {b}");
+            }
+        }
+    }
+}
