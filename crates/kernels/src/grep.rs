@@ -21,15 +21,20 @@
 //!    [`KernelError`] (`OverBudget`) naming the budget, not an OOM kill.
 //!
 //! # How a block is searched (and why it is fast)
-//! As ripgrep does, the whole block is searched for the leftmost match, not each record: for a
-//! rare pattern that is one `memmem`-speed scan per block. The record holding the match start is
-//! found (`memrchr` back to the previous `\n`, or arithmetic for fixed records); if the match ends
-//! inside the record it counts as is, otherwise the record is searched alone to decide (rule 2).
-//! The search resumes at the next record. This is exact when the pattern's assertions see the
-//! same thing at a record edge in the block as at the edge of the record alone: true for lines
-//! (`^`, `$` in multi-line mode and word boundaries all treat `\n` like the edge of the
-//! haystack), and for fixed records only if the pattern has no assertions at all. Patterns with
-//! `\A`/`\z`, and fixed-record patterns with any assertion, are searched record by record.
+//! As ripgrep does, the whole block is searched for a candidate, not each record: for a rare
+//! pattern that is one `memmem`-speed scan per block. A literal (`fixed_strings`, or a regex that
+//! is one literal) is found with `memmem`; the record holding the match start is found (`memrchr`
+//! back to the previous `\n`, or arithmetic for fixed records), and if the match ends inside the
+//! record it counts as is. A regex is searched for its earliest match *end* (`shortest_match_at`,
+//! which stops as soon as a match is complete, so greedy tails like `a.*` never run on to the end
+//! of the block); the record holding the byte before that end is searched alone to decide
+//! (rule 2). Either way the search resumes at the next record, so each byte is scanned O(1) times.
+//!
+//! This is exact when a match of a record alone is also a match in the block, at the same
+//! place: true for lines (`^`, `$` in multi-line mode and word boundaries all treat `\n` like the
+//! edge of the haystack), and for fixed records only if the pattern has no assertions at all.
+//! Patterns with `\A`/`\z`, and fixed-record patterns with any assertion, are searched record by
+//! record.
 
 use std::num::NonZeroUsize;
 use std::path::Path;
@@ -321,14 +326,37 @@ impl GrepKernel {
         let mut pos = 0;
         if self.block_search {
             while pos < data.len() {
-                let Some((s, e)) = self.matcher.find_at(data, pos) else { break };
-                if s >= data.len() {
-                    break;
-                }
-                let (start, end, next) = self.record_at(data, pos, s);
-                // A match inside the record is a match of the record alone (module doc); one
-                // that runs past it is decided by searching the record alone (rule 2).
-                if e <= end || self.matcher.is_match(&data[start..end]) {
+                let (start, end, next) = match &self.matcher {
+                    Matcher::Literal(_) => {
+                        let Some((s, e)) = self.matcher.find_at(data, pos) else { break };
+                        if s >= data.len() {
+                            break;
+                        }
+                        let (start, end, next) = self.record_at(data, pos, s);
+                        // A match inside the record is a match of the record alone (module
+                        // doc); one that runs past it is decided below (rule 2).
+                        if e <= end {
+                            self.hit(&mut out, data, start, end, base);
+                            pos = next;
+                            continue;
+                        }
+                        (start, end, next)
+                    }
+                    Matcher::Regex(re) => {
+                        // The earliest match *end*, not the leftmost match: the search stops as
+                        // soon as some match is complete, so `a.*` over newline-free fixed
+                        // records does not run to the end of the block for every candidate
+                        // (quadratic). No record before the one holding byte e - 1 can hold a
+                        // match of its own, which would have ended earlier.
+                        let Some(e) = re.shortest_match_at(data, pos) else { break };
+                        let at = if e > pos { e - 1 } else { pos };
+                        if at >= data.len() {
+                            break;
+                        }
+                        self.record_at(data, pos, at)
+                    }
+                };
+                if self.matcher.is_match(&data[start..end]) {
                     self.hit(&mut out, data, start, end, base);
                 }
                 pos = next;

@@ -221,6 +221,25 @@ fn grep_with_streams_in_file_order_and_stops_on_sink_error() {
 }
 
 #[test]
+fn greedy_patterns_over_fixed_records_stay_linear() {
+    // 8 MiB of 128-byte records without newlines, a third of them matching `a[b-z]*`: a
+    // leftmost-longest candidate search would scan to the block's end for every one of them
+    // (about 10^4 × 1 MiB per block); the earliest-end search stops at once.
+    let mut data = Vec::with_capacity(8 << 20);
+    for i in 0..(8 << 20) / 128 {
+        let c = if i % 3 == 0 { b'a' } else { b'b' };
+        data.extend(std::iter::repeat_n(b'b', 64).chain([c]).chain(std::iter::repeat_n(b'c', 63)));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("greedy.bin");
+    std::fs::write(&p, &data).unwrap();
+    let c = GrepConfig { record_size: Some(128), ..config("a[b-z]*") };
+    assert_eq!(run(&p, &c, 1 << 20).count, ((8 << 20) / 128 + 2) / 3);
+    let c = GrepConfig { record_size: None, ..config("a[^x]*") };
+    assert_eq!(run(&p, &c, 1 << 20).count, 1, "one long line");
+}
+
+#[test]
 fn hints_set_the_same_fields_as_flags() {
     let mut c = config("x");
     c.apply_hints(&[("fixed-strings", "true"), ("record_size", "128"), ("count-matches", "yes")])
