@@ -163,6 +163,16 @@ def warm_up(path: Path) -> float | None:
     return cached_fraction(path)
 
 
+def ensure_warm(path: Path, want: float = 0.95) -> float | None:
+    """Makes sure the file is (almost) all in the page cache right before a warm run: other jobs
+    on a shared machine may drop caches or evict it at any time. Returns the resident fraction
+    (after a re-read if it had fallen below `want`)."""
+    frac = cached_fraction(path)
+    if frac is not None and frac < want:
+        frac = warm_up(path)
+    return frac
+
+
 def timed(argv: list[str], ok_codes=(0,), shell: bool = False, env=None) -> tuple[float, str, str, float]:
     """Runs a command; returns (wall seconds, stdout, stderr, CPU seconds of the command: user +
     system of all its threads and children). Raises BenchError on a bad exit."""
