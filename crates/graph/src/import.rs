@@ -1280,19 +1280,21 @@ fn write_grid(
             let (sp, dp) = (s / psize, d / psize);
             (dp << 44) | (sp << 32) | ((d - dp * psize) << 16) | (s - sp * psize)
         };
-        // Sort (key, weight) pairs; equal keys keep the smaller weight first (rule 3).
-        let mut keyed: Vec<(u64, f64)> = if weighted {
-            data.par_chunks_exact(rec)
-                .map(|c| (key(c), f64::from_le_bytes(c[8..16].try_into().unwrap_or([0; 8]))))
-                .collect()
-        } else {
-            data.par_chunks_exact(rec).map(|c| (key(c), 0.0)).collect()
-        };
-        drop(data);
+        // Sort keys (with weights: (key, weight) pairs; equal keys keep the smaller weight
+        // first, rule 3). Unweighted graphs sort bare u64 keys: half the bytes to move.
+        let mut keyed: Vec<(u64, f64)>;
         if weighted {
+            keyed = data
+                .par_chunks_exact(rec)
+                .map(|c| (key(c), f64::from_le_bytes(c[8..16].try_into().unwrap_or([0; 8]))))
+                .collect();
+            drop(data);
             keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         } else {
-            keyed.par_sort_unstable_by_key(|a| a.0);
+            let mut keys: Vec<u64> = data.par_chunks_exact(rec).map(key).collect();
+            drop(data);
+            keys.par_sort_unstable();
+            keyed = keys.into_iter().map(|k| (k, 0.0)).collect();
         }
         if simple {
             keyed.dedup_by_key(|a| a.0);
