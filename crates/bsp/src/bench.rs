@@ -44,6 +44,8 @@ pub struct BenchConfig {
     pub empty_syncs: usize,
     /// Word sizes for g and ℓ.
     pub word_sizes: Vec<usize>,
+    /// Round trips of the cache-line ping-pong.
+    pub pingpong_rounds: u64,
 }
 
 impl BenchConfig {
@@ -57,6 +59,7 @@ impl BenchConfig {
             alltoall_msgs: 1 << 21,
             empty_syncs: 20_000,
             word_sizes: vec![8, 64, 1024, 1 << 20],
+            pingpong_rounds: 1_000_000,
         }
     }
 
@@ -70,6 +73,7 @@ impl BenchConfig {
             alltoall_msgs: 1 << 19,
             empty_syncs: 5_000,
             word_sizes: vec![8, 64, 1024, 1 << 20],
+            pingpong_rounds: 200_000,
         }
     }
 
@@ -83,6 +87,7 @@ impl BenchConfig {
             alltoall_msgs: 1 << 10,
             empty_syncs: 50,
             word_sizes: vec![8, 1024],
+            pingpong_rounds: 1_000,
         }
     }
 }
@@ -259,7 +264,7 @@ pub fn to_cost_table(reports: &[BenchReport], old: Option<&CostTable>) -> CostTa
 pub fn run(config: &BenchConfig) -> Result<BenchReport, Error> {
     let p = config.p.max(1);
     let (memcpy_s, r_ns_per_byte) = memcpy_speed(p as usize, config.memcpy_bytes);
-    let pingpong_one_way_ns = pingpong_ns(200_000);
+    let pingpong_one_way_ns = pingpong_ns(config.pingpong_rounds.max(1));
     let exec_config = ExecConfig::new(p, false);
     let empty = Mutex::new(Vec::new());
     let alltoall = Mutex::new(0.0);

@@ -410,6 +410,24 @@ where
     group.result()
 }
 
+/// `ptr::copy` (memmove), with the common 8- and 16-byte cases inlined: a library call per
+/// 8-byte message would dominate a large all-to-all.
+///
+/// # Safety
+/// As for `std::ptr::copy::<u8>(src, dst, len)`.
+#[inline(always)]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    match len {
+        // SAFETY: the caller guarantees 8 readable bytes at `src` and 8 writable at `dst`;
+        // unaligned accesses are allowed; reading fully before writing gives memmove semantics.
+        8 => unsafe { dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()) },
+        // SAFETY: as above, with 16 bytes.
+        16 => unsafe { dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()) },
+        // SAFETY: forwarded caller guarantee.
+        _ => unsafe { std::ptr::copy(src, dst, len) },
+    }
+}
+
 /// The context of one BSP process (LPF's `lpf_t` inside an SPMD section).
 ///
 /// Passed as `&mut Ctx` to the SPMD function; used by that thread only.
@@ -429,6 +447,8 @@ pub struct Ctx {
     /// Checked backend: running hash of this superstep's global (de)registrations.
     reg_hash: u64,
     partners: Vec<usize>,
+    /// Whether this process's queue row of each parity may hold requests.
+    dirty: [bool; 2],
 }
 
 impl Ctx {
@@ -445,6 +465,7 @@ impl Ctx {
             rehooks: 0,
             reg_hash: 0,
             partners: Vec::new(),
+            dirty: [false; 2],
         }
     }
 
@@ -672,6 +693,7 @@ impl Ctx {
         // (`&mut self`); readers of this parity read it only in the next sync (README, "Queues").
         unsafe { (*q).puts.push(req) };
         self.used += units;
+        self.dirty[self.parity()] = true;
         Ok(())
     }
 
@@ -710,6 +732,7 @@ impl Ctx {
         // SAFETY: as in `put`: this process owns row `self.pid` between syncs.
         unsafe { (*q).gets.push(req) };
         self.used += units;
+        self.dirty[self.parity()] = true;
         Ok(())
     }
 
@@ -759,8 +782,14 @@ impl Ctx {
             g.procs[me].reg_hash[par].store(self.reg_hash, Ordering::Relaxed);
         }
         let flags = &g.flags_view;
-        if !wait::barrier(flags, &g.wakers_view, &g.fail_epoch, me, e) {
+        let any = self.used > 0 || g.checked;
+        let Some(any) = wait::barrier(flags, &g.wakers_view, &g.fail_epoch, me, e, any) else {
             return Err(self.fatal(Error::PeerFailed));
+        };
+        if !any {
+            // No process queued anything: nothing to copy, nobody to wait for (rule 3).
+            self.finish_sync(e);
+            return Ok(());
         }
         // Data phase (rule 2). Every queue of parity `par` is frozen until B1(e + 1).
         let mut err: Option<Error> = None;
@@ -797,15 +826,28 @@ impl Ctx {
             let done = &g.procs[j].done;
             wait::wait(g.waker(me), || done.load(Ordering::Acquire) >= e, || false);
         }
-        // The next superstep writes parity `par ^ 1`; its last readers finished before B1(e).
-        for j in 0..p {
-            // SAFETY: this process owns row `me`; parity `par ^ 1` was last read in sync e - 1,
-            // whose readers all finished before they entered B1(e).
-            unsafe {
-                let q = &mut *g.queue(me, j, par ^ 1);
-                q.puts.clear();
-                q.gets.clear();
+        self.finish_sync(e);
+        match err {
+            Some(e) => Err(self.fatal(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// End of sync `e`: recycle the queues the next superstep writes, apply pending resizes.
+    fn finish_sync(&mut self, e: u64) {
+        let g = &*self.group;
+        let next = ((e + 1) & 1) as usize;
+        if self.dirty[next] {
+            for j in 0..g.p {
+                // SAFETY: this process owns row `pid`; parity `next` was last read in sync e - 1,
+                // whose readers all finished before they entered B1(e).
+                unsafe {
+                    let q = &mut *g.queue(self.pid, j, next);
+                    q.puts.clear();
+                    q.gets.clear();
+                }
             }
+            self.dirty[next] = false;
         }
         self.epoch = e;
         self.used = 0;
@@ -815,10 +857,6 @@ impl Ctx {
         }
         if let Some(c) = self.pending_reg_capacity.take() {
             self.reg_mut().set_capacity(c);
-        }
-        match err {
-            Some(e) => Err(self.fatal(e)),
-            None => Ok(()),
         }
     }
 
@@ -838,7 +876,7 @@ impl Ctx {
                     // contract; the origin waits for our `done`); `dst` is in bounds of our
                     // own slot. Only this thread writes our memory now (rule 2); `copy` allows
                     // overlap (an illegal but possible self-overlap).
-                    Ok(dst) => unsafe { std::ptr::copy(r.src, dst, r.len) },
+                    Ok(dst) => unsafe { copy_bytes(r.src, dst, r.len) },
                     Err(e) => {
                         first_err.get_or_insert(e);
                     }
@@ -858,7 +896,7 @@ impl Ctx {
                 match reg_j.resolve_global(j as Pid, r.src_slot, r.src_offset, r.len) {
                     // SAFETY: `src` is in bounds of j's registered slot, valid while j waits in
                     // this sync; `r.dst` was bounds-checked at the get against our own slot.
-                    Ok(src) => unsafe { std::ptr::copy(src, r.dst, r.len) },
+                    Ok(src) => unsafe { copy_bytes(src, r.dst, r.len) },
                     Err(e) => {
                         first_err.get_or_insert(e);
                     }

@@ -9,6 +9,10 @@
 //!    `e` (a dissemination barrier, Hensgen, Finkel and Manber 1988: ⌈log₂ p⌉ rounds, one flag
 //!    per round per process), and `false` as soon as `fail_epoch <= e`, i.e. some process will
 //!    never enter barrier `e` (threads/README.md).
+//! 3. The barrier also returns the OR of a bit each process brings (a dissemination all-reduce:
+//!    OR is idempotent, so the overlapping coverage of the rounds is harmless). The result may be
+//!    a false `true` (when a flag was already overwritten by the next barrier), never a false
+//!    `false`.
 //!
 //! # Memory ordering
 //! Round flags are stored with `Release` and loaded with `Acquire`; since every process's round
@@ -124,36 +128,46 @@ pub(crate) fn rounds(p: usize) -> usize {
     r
 }
 
-/// Rule 2. `flags[i]` and `wakers[i]` belong to process `i`.
+/// Rule 2. `flags[i]` and `wakers[i]` belong to process `i`. Also computes the OR of every
+/// process's `any` (rule 3): `Some(or)` on success, `None` on failure.
 pub(crate) fn barrier(
     flags: &[CachePadded<BarrierFlags>],
     wakers: &[CachePadded<Waker>],
     fail_epoch: &AtomicU64,
     me: usize,
     e: u64,
-) -> bool {
+    any: bool,
+) -> Option<bool> {
     let p = flags.len();
+    let mut acc = u64::from(any);
     let mut dist = 1;
     let mut k = 0;
     while dist < p {
         let out = (me + dist) % p;
         // Release: publishes everything this process wrote before the barrier (its requests);
         // pairs with the Acquire load in the receiver's wait below.
-        flags[out].flags[k].store(e, Ordering::Release);
+        flags[out].flags[k].store((e << 1) | acc, Ordering::Release);
         wakers[out].signal();
         let flag = &flags[me].flags[k];
+        let seen = std::cell::Cell::new(0u64);
         let arrived = wait(
             &wakers[me],
-            || flag.load(Ordering::Acquire) >= e,
+            || {
+                seen.set(flag.load(Ordering::Acquire));
+                seen.get() >> 1 >= e
+            },
             || fail_epoch.load(Ordering::Acquire) <= e,
         );
         if !arrived {
-            return false;
+            return None;
         }
+        let v = seen.get();
+        // A sender already in barrier e + 1 overwrote the bit of barrier e: assume it was set.
+        acc |= if v >> 1 == e { v & 1 } else { 1 };
         dist *= 2;
         k += 1;
     }
-    true
+    Some(acc != 0)
 }
 
 #[cfg(test)]
@@ -185,7 +199,12 @@ mod tests {
                         wakers[me].bind_current();
                         for e in 1..=50u64 {
                             entered.fetch_add(1, Ordering::SeqCst);
-                            assert!(barrier(flags, wakers, fail, me, e));
+                            let or = barrier(flags, wakers, fail, me, e, me == 0 && e % 2 == 0);
+                            // Rule 3: a true OR is never lost; a false one may read as true.
+                            assert!(or.is_some());
+                            if e % 2 == 0 {
+                                assert_eq!(or, Some(true));
+                            }
                             assert!(entered.load(Ordering::SeqCst) >= e as usize * p);
                         }
                     });
@@ -205,7 +224,7 @@ mod tests {
                 let (flags, wakers, fail) = (&flags, &wakers, &fail);
                 s.spawn(move || {
                     wakers[me].bind_current();
-                    assert!(!barrier(flags, wakers, fail, me, 1));
+                    assert_eq!(barrier(flags, wakers, fail, me, 1, false), None);
                 });
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
