@@ -1007,7 +1007,11 @@ fn worker_thread<K: BlockKernel>(
         let t0 = shared.now_ns();
         let data = shared.data(&chunk, buf.as_ref());
         let result = shared.compute_read(&chunk, data, tx, &mut out);
-        drop(buf);
+        match (buf, &shared.files[chunk.file].map) {
+            // Keep the resident set within the budget: this block's pages leave it now.
+            (None, Some(map)) => map.release(chunk.read_offset as usize, chunk.len),
+            (buf, _) => drop(buf),
+        }
         let result = result.and_then(|applied| shared.compute_seams(applied, tx, &mut out));
         let t1 = shared.now_ns();
         out.busy_ns += t1 - t0;

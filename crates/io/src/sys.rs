@@ -11,7 +11,8 @@
 //!    are the page cache's: no copy. The file must not be truncated while it is mapped (a read
 //!    of a page past the new end raises `SIGBUS`, as for every mmap reader, ripgrep included);
 //!    the pipeline maps only files it reads mostly from the page cache, and
-//!    `SLUICE_NO_MMAP=1` turns mapping off.
+//!    `SLUICE_NO_MMAP=1` turns mapping off. [`Mapping::release`] drops the pages of a finished
+//!    block from the resident set, so a mapped scan's RSS stays near workers × block size.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -159,6 +160,26 @@ impl Mapping {
         // (unmapped only in `Drop`). Nothing in this process writes the file while it is
         // mapped, and rule 3 (no truncation during the run) keeps every page readable.
         unsafe { std::slice::from_raw_parts(self.addr, self.len) }
+    }
+}
+
+impl Mapping {
+    /// Drops this process's page-table entries for the pages covering `[offset, offset + len)`,
+    /// so they stop counting in its resident set (the budget caps the whole process, RSS
+    /// included). The page cache keeps the pages; touching them again faults them back in with
+    /// the same bytes (`madvise(2)`, `MADV_DONTNEED` on a shared file mapping).
+    pub(crate) fn release(&self, offset: usize, len: usize) {
+        let page = page_size() as usize;
+        let start = offset / page * page;
+        let end = (offset + len).min(self.len);
+        if self.len == 0 || end <= start {
+            return;
+        }
+        // SAFETY: `[start, end)` lies inside the mapping owned by `self` (start is page-aligned,
+        // end is clipped to its length). MADV_DONTNEED on a read-only shared file mapping changes
+        // no byte anyone can read: a later access faults the same page-cache page back in, so
+        // `&[u8]` views held by other threads stay valid and unchanged.
+        unsafe { libc::madvise(self.addr.add(start).cast(), end - start, libc::MADV_DONTNEED) };
     }
 }
 
