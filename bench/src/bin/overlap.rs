@@ -119,8 +119,11 @@ fn parse_size(text: &str) -> anyhow::Result<u64> {
     Ok(sluice_io::parse_size(text)?)
 }
 
+/// The repository: `$SLUICE_BENCH_REPO` (set by `bench/overlap`), else where this was built.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    std::env::var_os("SLUICE_BENCH_REPO").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    })
 }
 
 /// `sync; echo 3 > /proc/sys/vm/drop_caches`; false (warned once) if not permitted.
