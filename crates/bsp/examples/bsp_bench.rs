@@ -17,8 +17,12 @@ fn main() -> anyhow::Result<()> {
         match a.as_str() {
             "--quick" => mode = "quick".into(),
             "--tiny" => mode = "tiny".into(),
-            "--p" => ps.push(args.next().ok_or_else(|| anyhow::anyhow!("--p needs a value"))?.parse()?),
-            "--json" => json = Some(args.next().ok_or_else(|| anyhow::anyhow!("--json needs a path"))?),
+            "--p" => {
+                ps.push(args.next().ok_or_else(|| anyhow::anyhow!("--p needs a value"))?.parse()?)
+            }
+            "--json" => {
+                json = Some(args.next().ok_or_else(|| anyhow::anyhow!("--json needs a path"))?)
+            }
             "--save-probe" => save_probe = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
@@ -42,7 +46,8 @@ fn main() -> anyhow::Result<()> {
         println!("wrote {path}");
     }
     if save_probe {
-        let path = CostTable::default_path().ok_or_else(|| anyhow::anyhow!("no cache directory"))?;
+        let path =
+            CostTable::default_path().ok_or_else(|| anyhow::anyhow!("no cache directory"))?;
         let old = CostTable::load(&path).ok();
         bench::to_cost_table(&reports, old.as_ref()).save(&path)?;
         println!("wrote {}", path.display());

@@ -121,14 +121,18 @@ mod tests {
         for _ in 0..2000 {
             let nr = next() % 5;
             let nw = next() % 5;
-            let mut reads: Vec<Span> = (0..nr).map(|_| {
-                let a = next();
-                (a, a + 1 + next() % 10)
-            }).collect();
-            let mut writes: Vec<Span> = (0..nw).map(|_| {
-                let a = next();
-                (a, a + 1 + next() % 10)
-            }).collect();
+            let mut reads: Vec<Span> = (0..nr)
+                .map(|_| {
+                    let a = next();
+                    (a, a + 1 + next() % 10)
+                })
+                .collect();
+            let mut writes: Vec<Span> = (0..nw)
+                .map(|_| {
+                    let a = next();
+                    (a, a + 1 + next() % 10)
+                })
+                .collect();
             let expect = brute(&reads, &writes);
             let got = first_overlap(&mut reads, &mut writes);
             assert_eq!(got.is_some(), expect, "{reads:?} {writes:?}");

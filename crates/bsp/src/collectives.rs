@@ -240,7 +240,11 @@ fn fold_blocks<T: Elem>(all: &[T], out: &mut [T], p: usize, op: &impl Fn(T, T) -
 
 /// Element-wise reduction of every process's `data` with `op` (rule 3), result on every
 /// process. Two-phase: process j reduces elements of block j, then blocks are allgathered.
-pub fn allreduce<T: Elem>(ctx: &mut Ctx, data: &mut [T], op: impl Fn(T, T) -> T) -> Result<(), Error> {
+pub fn allreduce<T: Elem>(
+    ctx: &mut Ctx,
+    data: &mut [T],
+    op: impl Fn(T, T) -> T,
+) -> Result<(), Error> {
     let (s, p) = (ctx.pid() as usize, ctx.nprocs() as usize);
     let n = data.len();
     let bmax = n.div_ceil(p);
@@ -268,7 +272,8 @@ pub fn allreduce<T: Elem>(ctx: &mut Ctx, data: &mut [T], op: impl Fn(T, T) -> T)
         ctx.sync()?;
         let (lo, hi) = range(s);
         let k = hi - lo;
-        let mut parts = vec![data.first().copied().unwrap_or_else(|| T::from_bytes(&[0; 64])); k * p];
+        let mut parts =
+            vec![data.first().copied().unwrap_or_else(|| T::from_bytes(&[0; 64])); k * p];
         {
             let bytes = ctx.slot(scratch)?;
             for b in 0..p {

@@ -53,7 +53,9 @@ pub enum Error {
         why: &'static str,
     },
     /// An access past the end of a registered slot (fatal).
-    #[error("process {pid}: bytes {offset}..{offset}+{len} are outside slot {slot} of {slot_len} bytes")]
+    #[error(
+        "process {pid}: bytes {offset}..{offset}+{len} are outside slot {slot} of {slot_len} bytes"
+    )]
     OutOfBounds {
         /// The process whose slot was named.
         pid: Pid,

@@ -165,9 +165,7 @@ impl ExecConfig {
     pub fn root_p(&self) -> Pid {
         self.max_p
             .or_else(|| std::env::var("SLUICE_BSP_MAX_P").ok().and_then(|v| v.parse().ok()))
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, |n| n.get() as Pid)
-            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as Pid))
             .max(1)
     }
 }

@@ -196,13 +196,7 @@ impl Register {
         let region = self.region(pid, slot)?;
         match offset.checked_add(len) {
             Some(end) if end <= region.len => Ok(region.ptr.wrapping_add(offset)),
-            _ => Err(Error::OutOfBounds {
-                pid,
-                slot: slot.0,
-                offset,
-                len,
-                slot_len: region.len,
-            }),
+            _ => Err(Error::OutOfBounds { pid, slot: slot.0, offset, len, slot_len: region.len }),
         }
     }
 

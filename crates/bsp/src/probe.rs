@@ -143,12 +143,8 @@ impl CostTable {
         }
         let (p0, p1, tp) = bracket(&ps, p.max(1) as f64);
         let at_p = |pp: Pid| {
-            let mut ws: Vec<u64> = self
-                .points
-                .iter()
-                .filter(|c| c.p == pp)
-                .map(|c| c.word_bytes.max(1))
-                .collect();
+            let mut ws: Vec<u64> =
+                self.points.iter().filter(|c| c.p == pp).map(|c| c.word_bytes.max(1)).collect();
             ws.sort_unstable();
             ws.dedup();
             let (w0, w1, tw) = bracket(&ws, size.max(1) as f64);
@@ -162,35 +158,35 @@ impl CostTable {
 }
 
 /// Neighbours of `x` among sorted `xs` and the weight of the upper one, in log₂ space.
-fn bracket<T: Copy + AsF64>(xs: &[T], x: f64) -> (T, T, f64) {
+fn bracket<T: Copy + ToF64>(xs: &[T], x: f64) -> (T, T, f64) {
     let first = xs[0];
     let last = xs[xs.len() - 1];
-    if x <= first.as_f64() {
+    if x <= first.to_f64() {
         return (first, first, 0.0);
     }
-    if x >= last.as_f64() {
+    if x >= last.to_f64() {
         return (last, last, 0.0);
     }
-    let i = xs.partition_point(|&v| v.as_f64() <= x);
+    let i = xs.partition_point(|&v| v.to_f64() <= x);
     let (a, b) = (xs[i - 1], xs[i]);
-    let (la, lb) = (a.as_f64().log2(), b.as_f64().log2());
+    let (la, lb) = (a.to_f64().log2(), b.to_f64().log2());
     let t = if lb > la { (x.log2() - la) / (lb - la) } else { 0.0 };
     (a, b, t)
 }
 
 /// Lossless-enough conversion for table coordinates.
-trait AsF64 {
-    fn as_f64(self) -> f64;
+trait ToF64 {
+    fn to_f64(self) -> f64;
 }
 
-impl AsF64 for u32 {
-    fn as_f64(self) -> f64 {
+impl ToF64 for u32 {
+    fn to_f64(self) -> f64 {
         f64::from(self)
     }
 }
 
-impl AsF64 for u64 {
-    fn as_f64(self) -> f64 {
+impl ToF64 for u64 {
+    fn to_f64(self) -> f64 {
         self as f64
     }
 }

@@ -107,9 +107,13 @@ fn reduce_and_allreduce_fold_in_pid_order() {
                     allreduce(ctx, &mut data, op).unwrap();
                     assert_eq!(data, truth, "p={p} n={n}");
                     // Floating point: bitwise identical everywhere.
-                    let mut f: Vec<f64> = (0..n).map(|i| 0.1 * (s as f64 + 1.0) + i as f64).collect();
+                    let mut f: Vec<f64> =
+                        (0..n).map(|i| 0.1 * (s as f64 + 1.0) + i as f64).collect();
                     allreduce(ctx, &mut f, |a, b| a + b).unwrap();
-                    results.lock().unwrap().push((n, f.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
+                    results
+                        .lock()
+                        .unwrap()
+                        .push((n, f.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
                 }
             })
             .unwrap();

@@ -61,12 +61,10 @@ fn fresh_a(step: u64, pid: usize) -> Vec<u8> {
 fn model_step(a: &[Vec<u8>], b: &mut [Vec<u8>], msgs: &[Msg]) {
     for m in msgs {
         match *m {
-            Msg::Put { origin, target, src_off, dst_off, len } => {
-                b[target][dst_off..dst_off + len].copy_from_slice(&a[origin][src_off..src_off + len])
-            }
-            Msg::Get { origin, source, src_off, dst_off, len } => {
-                b[origin][dst_off..dst_off + len].copy_from_slice(&a[source][src_off..src_off + len])
-            }
+            Msg::Put { origin, target, src_off, dst_off, len } => b[target][dst_off..dst_off + len]
+                .copy_from_slice(&a[origin][src_off..src_off + len]),
+            Msg::Get { origin, source, src_off, dst_off, len } => b[origin][dst_off..dst_off + len]
+                .copy_from_slice(&a[source][src_off..src_off + len]),
         }
     }
 }

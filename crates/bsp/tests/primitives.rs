@@ -100,6 +100,9 @@ fn raw_registration_of_caller_memory() {
     }
 }
 
+/// Byte range `(offset, len)` that process `s` writes in one overlap pattern.
+type Range = Box<dyn Fn(usize) -> (usize, usize) + Sync>;
+
 /// Checks that every `block`-byte block of `got` is uniform and comes from a writer that
 /// covers it (writers fill their messages with `pid + 1`); `covers(pid, byte)` says whether
 /// process `pid` wrote byte `byte`.
@@ -130,7 +133,7 @@ fn write_conflicts_resolve_per_block_by_one_writer() {
         for p in [2, 3, 4, 7] {
             let n = 8 * BLOCK * p as usize;
             // pattern -> (offset, len) of process s's message, in bytes
-            let patterns: [(&str, Box<dyn Fn(usize) -> (usize, usize) + Sync>); 3] = [
+            let patterns: [(&str, Range); 3] = [
                 ("complete", Box::new(move |_| (0, n))),
                 ("pyramid", Box::new(move |s| (s * 4 * BLOCK, n - s * 8 * BLOCK))),
                 ("rooftiling", Box::new(move |s| (s * 4 * BLOCK, 8 * BLOCK))),
@@ -520,7 +523,8 @@ fn hook_turns_existing_threads_into_a_section() {
                                 ctx.put(buf, s as usize, d, buf, s as usize, 1).unwrap();
                             }
                             ctx.sync().unwrap();
-                            let total: u32 = ctx.slot(buf).unwrap().iter().map(|&b| u32::from(b)).sum();
+                            let total: u32 =
+                                ctx.slot(buf).unwrap().iter().map(|&b| u32::from(b)).sum();
                             sums.lock().unwrap().push((round, total));
                         },
                         args,

@@ -345,9 +345,8 @@ where
         let mut failed = false;
         for s in 1..n as usize {
             let group = &group;
-            let builder = std::thread::Builder::new()
-                .name(format!("sluice-bsp-{s}"))
-                .stack_size(8 << 20);
+            let builder =
+                std::thread::Builder::new().name(format!("sluice-bsp-{s}")).stack_size(8 << 20);
             let started = builder.spawn_scoped(scope, move || {
                 let me = group.waker(s);
                 me.bind_current();
@@ -798,9 +797,8 @@ impl Ctx {
         for j in 0..p {
             // SAFETY: after B1(e), queues of parity `par` are only read until B1(e + 1)
             // (README, "Queues"); the writes of their origins happen-before B1(e).
-            let (out_len, in_len) = unsafe {
-                ((*g.queue(me, j, par)).len(), (*g.queue(j, me, par)).len())
-            };
+            let (out_len, in_len) =
+                unsafe { ((*g.queue(me, j, par)).len(), (*g.queue(j, me, par)).len()) };
             count += out_len + in_len;
             if j != me && (out_len > 0 || in_len > 0) {
                 self.partners.push(j);
