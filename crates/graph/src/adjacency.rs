@@ -109,7 +109,7 @@ impl Builder {
             return Err(Error::corrupt(g.dir(), "a grid column does not hold the degree arrays' edge counts"));
         }
         if two_runs || sets {
-            // Both on a directed graph: each list is two sorted runs (in, then out).
+            // Both on a directed graph: each list is two sorted runs (in, then out) to merge.
             let mut slices = Vec::with_capacity(offsets.len() - 1);
             let mut rest = &mut lists[..];
             for w in offsets.windows(2) {
@@ -117,9 +117,10 @@ impl Builder {
                 slices.push(a);
                 rest = b;
             }
-            slices.par_iter_mut().enumerate().for_each(|(i, s)| {
+            let in_degree = &g.in_degree[first as usize..];
+            slices.par_iter_mut().enumerate().for_each_init(Vec::new, |buf, (i, s)| {
                 if two_runs {
-                    s.sort_unstable();
+                    merge_runs(s, in_degree[i] as usize, buf);
                 }
                 if sets {
                     // Dedup in place and drop the vertex itself; the tail is left as junk.
@@ -153,6 +154,28 @@ impl Builder {
         }
         Ok(Adjacency { first, offsets, lists, _held: held })
     }
+}
+
+/// Sorts `s`, made of two sorted runs `s[..k]` and `s[k..]`, by merging them through `buf`.
+fn merge_runs(s: &mut [VertexId], k: usize, buf: &mut Vec<VertexId>) {
+    let (a, b) = s.split_at(k.min(s.len()));
+    if a.is_empty() || b.is_empty() || a[a.len() - 1] <= b[0] {
+        return;
+    }
+    buf.clear();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            buf.push(a[i]);
+            i += 1;
+        } else {
+            buf.push(b[j]);
+            j += 1;
+        }
+    }
+    buf.extend_from_slice(&a[i..]);
+    buf.extend_from_slice(&b[j..]);
+    s.copy_from_slice(buf);
 }
 
 /// One non-empty block of a group's plan.
