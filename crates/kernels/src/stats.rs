@@ -47,18 +47,20 @@
 //!    `.npy` header, a truncated or malformed `.npy`, an unsupported dtype.
 //!
 //! # Threads and costs
-//! [`StatsKernel`] is shared by all compute workers; the histogram counts are atomics (integer
-//! addition commutes, so their order does not matter). Per block: the bytes are decoded once, a
+//! [`StatsKernel`] is shared by all compute workers. Per block: the bytes are decoded once, a
 //! chunk of [`CHUNK`] values at a time, into an 8 KiB f64 buffer on the stack; min/max, the
 //! pairwise sum, the squared deviations and the bins are loops over that buffer. No allocation
-//! unless a histogram of at most [`LOCAL_BINS_MAX`] bins is counted locally first. Kernel state
-//! reserved from the budget: the histogram, `bins × 16` bytes (counts and edges).
+//! per block. The histogram is counted in per-worker scratch arrays from a pool (one per core,
+//! atomics beyond that) and summed at the end: integer addition commutes, so the order of
+//! blocks does not matter. Kernel state reserved from the budget: `(bins + 1) × 8 × (2 + cores)`
+//! bytes (edges, shared counts, scratch arrays).
 
 use std::fs::File;
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde::{Serialize, Serializer};
 use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, RunStats};
@@ -66,10 +68,6 @@ use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, RunSta
 use crate::hints::{self, Hinted};
 use crate::pairwise::{self, Neumaier};
 use crate::{Dtype, Endian, KernelError, Scalar, npy};
-
-/// Histograms with at most this many bins are counted in a per-block array first and added to
-/// the shared atomics once per block; larger ones are counted with one atomic add per value.
-pub const LOCAL_BINS_MAX: usize = 4096;
 
 /// Bins when only a range is given (NumPy's default).
 pub const DEFAULT_BINS: usize = 10;
@@ -442,6 +440,11 @@ fn sum_sq_dev(vals: &[f64], mean: f64) -> f64 {
 }
 
 /// NumPy's uniform-bin histogram (rule 6), shared by all workers.
+///
+/// Counting goes to per-worker scratch arrays taken from a pool for the length of one block and
+/// given back (so no count array is zeroed or merged per block); when more blocks run at once
+/// than scratch arrays were budgeted, the extra ones count into shared atomics. The figures are
+/// the sum of all of them: integer addition commutes, so the order of blocks does not matter.
 #[derive(Debug)]
 struct HistogramState {
     /// `bins / (hi - lo)`.
@@ -449,11 +452,15 @@ struct HistogramState {
     lo: f64,
     hi: f64,
     edges: Vec<f64>,
-    counts: Vec<AtomicU64>,
+    shared: Vec<AtomicU64>,
+    pool: Mutex<Vec<Vec<u64>>>,
+    /// Scratch arrays made so far; at most `max_scratch`.
+    made: AtomicUsize,
+    max_scratch: usize,
 }
 
 impl HistogramState {
-    fn new(bins: usize, lo: f64, hi: f64) -> HistogramState {
+    fn new(bins: usize, lo: f64, hi: f64, max_scratch: usize) -> HistogramState {
         // numpy.linspace: step = (hi - lo) / bins; edge_i = i * step + lo; last edge = hi.
         let step = (hi - lo) / bins as f64;
         let mut edges: Vec<f64> = (0..=bins).map(|i| i as f64 * step + lo).collect();
@@ -463,33 +470,89 @@ impl HistogramState {
             lo,
             hi,
             edges,
-            counts: (0..bins).map(|_| AtomicU64::new(0)).collect(),
+            shared: (0..bins).map(|_| AtomicU64::new(0)).collect(),
+            pool: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
+            max_scratch,
         }
     }
 
     /// The bin of `x`, or `None` if it is outside `[lo, hi]` or NaN. Mirrors
     /// `numpy/lib/_histograms_impl.py` (uniform-bins branch of `histogram`).
-    #[inline]
+    #[inline(always)]
     fn bin(&self, x: f64) -> Option<usize> {
         if !(x >= self.lo && x <= self.hi) {
             return None;
         }
-        let bins = self.counts.len();
+        let last = self.shared.len() - 1;
         // NumPy divides by (hi - lo) and multiplies by bins; one multiplication by their ratio
         // can differ from that by an ulp, which the edge correction below absorbs exactly as it
-        // absorbs NumPy's own rounding: the result is the i with edges[i] <= x < edges[i + 1].
-        let f = (x - self.lo) * self.norm;
-        let mut i = (f as usize).min(bins);
-        if i == bins {
-            i -= 1;
-        }
+        // absorbs NumPy's own rounding: the result is the i with edges[i] <= x < edges[i + 1]
+        // (the last bin closed). `x >= lo` makes the index non-negative; NumPy's `indices == bins` case is `min`.
+        // Through i64: one cvttsd2si, where f64 -> usize needs a compare and a subtract.
+        let mut i = (((x - self.lo) * self.norm) as i64 as usize).min(last);
         if x < self.edges[i] {
             i = i.saturating_sub(1);
-        } else if i != bins - 1 && x >= self.edges[i + 1] {
+        } else if i != last && x >= self.edges[i + 1] {
             i += 1;
         }
         Some(i)
     }
+
+    /// A scratch count array for one block, if the budget allows one more.
+    fn take_scratch(&self) -> Option<Vec<u64>> {
+        if let Some(v) = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(v);
+        }
+        // Relaxed: only the count matters, and fetch_update makes check and add one step.
+        self.made
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                (m < self.max_scratch).then_some(m + 1)
+            })
+            .ok()
+            .map(|_| vec![0u64; self.shared.len()])
+    }
+
+    fn give_back(&self, scratch: Vec<u64>) {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(scratch);
+    }
+
+    /// Counts `vals` into `scratch`, or into the shared atomics.
+    fn count(&self, vals: &[f64], scratch: Option<&mut Vec<u64>>) {
+        match scratch {
+            Some(counts) => {
+                for &v in vals {
+                    if let Some(i) = self.bin(v) {
+                        counts[i] += 1;
+                    }
+                }
+            }
+            None => {
+                for &v in vals {
+                    if let Some(i) = self.bin(v) {
+                        // Relaxed: the counts order nothing; the run's join publishes them.
+                        self.shared[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The counts of the run (call after every block is processed).
+    fn counts(&self) -> Vec<u64> {
+        let mut counts: Vec<u64> = self.shared.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        for scratch in self.pool.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for (c, s) in counts.iter_mut().zip(scratch) {
+                *c += s;
+            }
+        }
+        counts
+    }
+}
+
+/// Scratch histogram arrays to budget for: one per core (the default number of workers).
+fn scratch_arrays() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The stats kernel over blocks of one element type.
@@ -503,26 +566,24 @@ impl StatsKernel {
     /// A kernel for `dtype`, counting a histogram of `(bins, lo, hi)` if given (see
     /// [`StatsConfig::histogram`]).
     pub fn new(dtype: Dtype, histogram: Option<(usize, f64, f64)>) -> StatsKernel {
+        let scratch = scratch_arrays();
         StatsKernel {
             dtype,
-            histogram: histogram.map(|(b, lo, hi)| HistogramState::new(b, lo, hi)),
+            histogram: histogram.map(|(b, lo, hi)| HistogramState::new(b, lo, hi, scratch)),
         }
     }
 
     /// Bytes of state a kernel with this histogram holds (counts and edges; reserved from the
     /// budget by [`stats`] before the kernel is made).
     pub fn state_bytes_for(histogram: Option<(usize, f64, f64)>) -> u64 {
-        histogram.map_or(0, |(bins, _, _)| bins as u64 * 16 + 8)
+        // Edges and shared counts, plus one scratch array per core.
+        histogram.map_or(0, |(bins, _, _)| (bins as u64 + 1) * 8 * (2 + scratch_arrays() as u64))
     }
 
     fn block<T: Elem, const BIG: bool>(&self, data: &[u8]) -> BlockStats {
         let size = T::SIZE;
         let mut s = BlockStats::empty();
-        let mut local = self
-            .histogram
-            .as_ref()
-            .filter(|h| h.counts.len() <= LOCAL_BINS_MAX)
-            .map(|h| vec![0u64; h.counts.len()]);
+        let mut scratch = self.histogram.as_ref().and_then(HistogramState::take_scratch);
         let mut fsum = Neumaier::default();
         // The chunk's non-NaN values as f64, decoded once; index masked so that the compiler
         // sees it in bounds (it is: at most CHUNK values are written per chunk).
@@ -579,24 +640,12 @@ impl StatsKernel {
             let mean = sum / k as f64;
             s.merge_moments(k as u64, mean, sum_sq_dev(vals, mean));
             if let Some(h) = &self.histogram {
-                for &v in vals {
-                    if let Some(i) = h.bin(v) {
-                        match &mut local {
-                            Some(l) => l[i] += 1,
-                            // Relaxed: the counts order nothing; the run's join publishes them.
-                            None => _ = h.counts[i].fetch_add(1, Ordering::Relaxed),
-                        }
-                    }
-                }
+                h.count(vals, scratch.as_mut());
             }
         }
         s.fsum = fsum.value();
-        if let (Some(l), Some(h)) = (local, &self.histogram) {
-            for (count, shared) in l.iter().zip(&h.counts) {
-                if *count > 0 {
-                    shared.fetch_add(*count, Ordering::Relaxed);
-                }
-            }
+        if let (Some(v), Some(h)) = (scratch, &self.histogram) {
+            h.give_back(v);
         }
         s
     }
@@ -650,10 +699,10 @@ impl StatsFold {
             let some = |x| (n > 0).then_some(Number::Int(x));
             (Number::Int(total.isum), some(total.imin), some(total.imax))
         };
-        let histogram = kernel.histogram.as_ref().map(|h| Histogram {
-            edges: h.edges.clone(),
-            counts: h.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
-        });
+        let histogram = kernel
+            .histogram
+            .as_ref()
+            .map(|h| Histogram { edges: h.edges.clone(), counts: h.counts() });
         Figures {
             count: total.total,
             nan_count: total.nan,
