@@ -89,6 +89,7 @@
 mod checked;
 mod error;
 mod memreg;
+mod sys;
 mod threads;
 
 pub mod bench;

@@ -429,7 +429,14 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 
 /// The context of one BSP process (LPF's `lpf_t` inside an SPMD section).
 ///
-/// Passed as `&mut Ctx` to the SPMD function; used by that thread only.
+/// Passed as `&mut Ctx` to the SPMD function; used by that thread only: `Ctx` is neither `Send`
+/// nor `Sync`, because its waits park the thread that runs the process (LPF: one thread per
+/// context).
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// sluice_bsp::exec(1, |ctx, _, _, _| needs_send(ctx), sluice_bsp::Args::none()).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct Ctx {
     group: Arc<Group>,
@@ -448,6 +455,8 @@ pub struct Ctx {
     partners: Vec<usize>,
     /// Whether this process's queue row of each parity may hold requests.
     dirty: [bool; 2],
+    /// Pins the context to its thread (see the type's docs).
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Ctx {
@@ -465,6 +474,7 @@ impl Ctx {
             reg_hash: 0,
             partners: Vec::new(),
             dirty: [false; 2],
+            _not_send: std::marker::PhantomData,
         }
     }
 
