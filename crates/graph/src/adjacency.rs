@@ -614,7 +614,7 @@ mod tests {
             // partition's): several windows.
             let probe = open(&store, Budget::new(1 << 40).unwrap());
             let used = (1u64 << 40) - probe.budget().available();
-            let arrays = g.padded_len() as u64 * 12;
+            let arrays = g.padded_len() as u64 * 12 + (g.padded_len() / 8 * rayon::current_num_threads()) as u64;
             let headroom = g.largest_partition_adjacency(Neighbours::Both);
             let outs_bytes = g.adjacency_bytes(Neighbours::Out, 0..g.meta().partitions as usize);
             let room = (outs_bytes / 2).max(g.largest_partition_adjacency(Neighbours::Out));
@@ -623,6 +623,7 @@ mod tests {
             {
                 let (_a, _r1) = tight.vertex_array("pairs", 0u64).unwrap();
                 let (_b, _r2) = tight.vertex_array("sizes", 0u32).unwrap();
+                let _r3 = tight.budget().reserve("bitmaps", (g.padded_len() / 8 * rayon::current_num_threads()) as u64);
                 assert!(tight.adjacency_windows(Neighbours::Out, headroom).len() >= 2);
             }
             let want = naive_lcc(&g, &ins, &outs);

@@ -12,7 +12,7 @@
 
 use rayon::prelude::*;
 
-use crate::{Error, Graph, Neighbours, VertexId};
+use crate::{Adjacency, Error, Graph, Neighbours, VertexId};
 
 /// |a ∩ b| for sorted sets: a merge, or binary searches of the shorter in the longer.
 fn common(a: &[VertexId], b: &[VertexId]) -> u64 {
@@ -37,11 +37,42 @@ fn common(a: &[VertexId], b: &[VertexId]) -> u64 {
     n
 }
 
+/// Neighbourhoods at least this large are marked in a bitmap, so each out-list entry of a
+/// neighbour costs one probe instead of a search.
+const MARK_MIN: usize = 32;
+
+thread_local! {
+    static MARKS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Σ over `u ∈ nv` held in `out` of |nv ∩ N_out(u)|.
+fn pairs_among(nv: &[VertexId], out: &Adjacency, words: usize) -> u64 {
+    let held = nv.iter().filter(|&&u| out.contains(u));
+    if nv.len() < MARK_MIN {
+        return held.map(|&u| common(nv, out.of(u))).sum();
+    }
+    MARKS.with_borrow_mut(|mark| {
+        mark.resize(words, 0);
+        let bit = |w: VertexId| (w / 64) as usize;
+        nv.iter().for_each(|&w| mark[bit(w)] |= 1 << (w % 64));
+        let n = held
+            .map(|&u| match out.of(u) {
+                ou if ou.len() <= 4 * nv.len() => ou.iter().filter(|&&w| mark[bit(w)] >> (w % 64) & 1 == 1).count() as u64,
+                ou => common(nv, ou),
+            })
+            .sum();
+        nv.iter().for_each(|&w| mark[bit(w)] = 0);
+        n
+    })
+}
+
 /// The local clustering coefficient of every vertex.
 pub fn lcc(g: &Graph) -> Result<Vec<f64>, Error> {
     let n = g.num_vertices();
     let (mut pairs, _r1) = g.vertex_array("lcc neighbour pairs", 0u64)?;
     let (mut size, _r2) = g.vertex_array("lcc neighbourhood sizes", 0u32)?;
+    let words = g.padded_len() / 64;
+    let _r3 = g.budget().reserve("lcc neighbour bitmaps", (words * 8 * rayon::current_num_threads()) as u64)?;
     let headroom = g.largest_partition_adjacency(Neighbours::Both);
     for window in g.adjacency_windows(Neighbours::Out, headroom) {
         let out = g.load_adjacency(Neighbours::Out, true, window)?;
@@ -51,7 +82,7 @@ pub fn lcc(g: &Graph) -> Result<Vec<f64>, Error> {
             pairs[lo..hi].par_iter_mut().zip(&mut size[lo..hi]).zip(r).for_each(|((t, d), v)| {
                 let nv = adj.of(v);
                 *d = nv.len() as u32;
-                *t += nv.iter().filter(|&&u| out.contains(u)).map(|&u| common(nv, out.of(u))).sum::<u64>();
+                *t += pairs_among(nv, &out, words);
             });
             Ok(())
         })?;
