@@ -1,6 +1,7 @@
 //! SpMV: `y_d = Σ over stored edges s → d of w(s, d) · x_s` (w = 1 on unweighted stores), i.e.
 //! `y = Aᵀx` for the adjacency matrix `A[s][d] = w(s, d)`; undirected graphs store both
-//! directions, so `A` is symmetric there. One weighted edge pass. Multigraphs: duplicate edges
+//! directions, so `A` is symmetric there. One weighted edge pass (4 bytes per stored edge plus
+//! 8 for its weight); memory 16 bytes per vertex (x, y) beside [`Graph::open`]'s 16. Multigraphs: duplicate edges
 //! add up (as scipy.sparse sums duplicate entries); a self loop is a diagonal entry (an
 //! undirected one stored once).
 

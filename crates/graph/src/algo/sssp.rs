@@ -4,7 +4,9 @@
 //! the previous pass (blocks of other source partitions are skipped), reading the previous
 //! pass's distances, until none falls. Weights must be finite and non-negative (`import`
 //! rejects others; a pass that meets one anyway fails); an unweighted store counts 1 per edge.
-//! Multigraphs: the lightest of duplicate edges wins; self loops never shorten a path.
+//! Out of core: 16 bytes per vertex (distances, previous distances) beside [`Graph::open`]'s 16;
+//! each pass reads 4 bytes per edge of the streamed blocks plus 8 for its weight; passes = the
+//! largest hop count of a shortest path (+1). Multigraphs: the lightest of duplicate edges wins; self loops never shorten a path.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
