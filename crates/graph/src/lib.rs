@@ -6,6 +6,9 @@
 //!   [`Graph::stream_edges`] with an [`EdgeKernel`], [`Graph::stream_vertices`].
 //! * [`algo`] holds the algorithms (PageRank, BFS, WCC) with LDBC Graphalytics semantics;
 //!   [`output`] writes their results.
+//! * CDLP and LCC read whole neighbour lists through [`Graph::stream_adjacency`] (one partition's
+//!   [`Adjacency`] in memory at a time); [`validate`] checks outputs with LDBC's rules and
+//!   [`ldbc`] runs a `.properties` file's algorithms and validates them.
 //!
 //! ```
 //! use sluice_graph::{Graph, import::{import, Format, ImportOptions}, algo::bfs::bfs};
