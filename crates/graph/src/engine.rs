@@ -544,6 +544,13 @@ impl Graph {
             .map(Some)
             .collect();
         let appliers = rayon::current_num_threads().clamp(1, 4);
+        // Partials of the column being gathered plus the columns queued for appliers: about 16
+        // bytes per edge of a column (the largest column bounds it).
+        let max_col = col_bytes.iter().copied().max().unwrap_or(0) / EDGE_BYTES;
+        let _partials = self.budget.reserve(
+            "column partial results",
+            max_col * (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8) * (appliers as u64 * 2 + 2),
+        )?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);
         std::thread::scope(|scope| {
