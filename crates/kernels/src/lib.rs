@@ -8,9 +8,16 @@
 //!
 //! Each kernel is a [`sluice_io::BlockKernel`] ([`StatsKernel`], [`GrepKernel`]) plus one
 //! function that plans the pass, reserves the kernel's state from the memory budget, runs it and
-//! folds the per-block partials in stream order ([`stats::stats`], [`grep::grep`]). Parameters
-//! come in a config struct ([`StatsConfig`], [`GrepConfig`]) that can also be filled from
-//! active-storage hints, `key=value` pairs with the same keys as the CLI flags ([`hints`]).
+//! folds the per-block partials in stream order ([`stats::stats`], [`grep::grep`]; [`grep::grep_with`]
+//! hands matches to a callback instead of collecting them). The folds use
+//! [`sluice_io::Pipeline::run_ordered`], so no per-block partial outlives its turn, and results
+//! are bitwise reproducible for given settings. Parameters come in a config struct
+//! ([`StatsConfig`], [`GrepConfig`]) that can also be filled from active-storage hints,
+//! `key=value` pairs with the same keys as the CLI flags ([`hints`]). Errors are one type,
+//! [`KernelError`], whose messages name the file (and byte offset where there is one).
+//!
+//! Front ends that make their own inputs (the demo, benchmarks) can write `.npy` headers with
+//! [`npy::write_header`].
 //!
 //! ```
 //! use sluice_io::{Budget, PipelineBuilder};
