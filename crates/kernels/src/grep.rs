@@ -25,10 +25,12 @@
 //! pattern that is one `memmem`-speed scan per block. A literal (`fixed_strings`, or a regex that
 //! is one literal) is found with `memmem`; the record holding the match start is found (`memrchr`
 //! back to the previous `\n`, or arithmetic for fixed records), and if the match ends inside the
-//! record it counts as is. A regex is searched for its earliest match *end* (`shortest_match_at`,
-//! which stops as soon as a match is complete, so greedy tails like `a.*` never run on to the end
-//! of the block); the record holding the byte before that end is searched alone to decide
-//! (rule 2). Either way the search resumes at the next record, so each byte is scanned O(1) times.
+//! record it counts as is. A regex is first searched for a match *end* with `shortest_match_at`,
+//! which stops as soon as a match is complete, and then for the leftmost match start in the
+//! block cut after the record holding that end, so greedy tails like `a.*` never run on to the
+//! end of the block (which would make a block with many matches quadratic); the record holding
+//! the start is searched alone to decide (rule 2). Either way the search resumes at the next
+//! record, so each byte is scanned O(1) times.
 //!
 //! This is exact when a match of a record alone is also a match in the block, at the same
 //! place: true for lines (`^`, `$` in multi-line mode and word boundaries all treat `\n` like the
@@ -343,17 +345,25 @@ impl GrepKernel {
                         (start, end, next)
                     }
                     Matcher::Regex(re) => {
-                        // The earliest match *end*, not the leftmost match: the search stops as
-                        // soon as some match is complete, so `a.*` over newline-free fixed
-                        // records does not run to the end of the block for every candidate
-                        // (quadratic). No record before the one holding byte e - 1 can hold a
-                        // match of its own, which would have ended earlier.
+                        // 1. Some match end `e`, found by a search that stops as soon as a match
+                        //    is complete (`shortest_match_at`; for the lazy DFA the earliest end),
+                        //    so a greedy tail like `a.*` does not run on to the block's end.
                         let Some(e) = re.shortest_match_at(data, pos) else { break };
                         let at = if e > pos { e - 1 } else { pos };
                         if at >= data.len() {
                             break;
                         }
-                        self.record_at(data, pos, at)
+                        // 2. The leftmost match start in the whole records up to the one holding
+                        //    byte e - 1: the first record with a match of its own starts at or
+                        //    after it, and the truncated haystack bounds the greedy search.
+                        let (_, _, limit) = self.record_at(data, pos, at);
+                        match re.find_at(&data[..limit], pos) {
+                            Some(m) if m.start() < limit => self.record_at(data, pos, m.start()),
+                            _ => {
+                                pos = limit;
+                                continue;
+                            }
+                        }
                     }
                 };
                 if self.matcher.is_match(&data[start..end]) {
