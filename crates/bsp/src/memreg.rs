@@ -221,6 +221,43 @@ impl Register {
     }
 }
 
+/// `Register::resolve_global` with the last slot's region cached: consecutive requests for one
+/// slot (the common case in a data phase) skip the table lookup.
+#[derive(Debug)]
+pub(crate) struct Resolver<'a> {
+    reg: &'a Register,
+    pid: Pid,
+    cached: Option<(usize, *mut u8, usize)>,
+}
+
+impl<'a> Resolver<'a> {
+    pub(crate) fn new(reg: &'a Register, pid: Pid) -> Resolver<'a> {
+        Resolver { reg, pid, cached: None }
+    }
+
+    /// Same result as `reg.resolve_global(pid, raw, offset, len)` (rule 4).
+    #[inline]
+    pub(crate) fn resolve(
+        &mut self,
+        raw: usize,
+        offset: usize,
+        len: usize,
+    ) -> Result<*mut u8, Error> {
+        let (ptr, slot_len) = match self.cached {
+            Some((r, ptr, l)) if r == raw => (ptr, l),
+            _ => {
+                let region = self.reg.region(self.pid, MemSlot(raw))?;
+                self.cached = Some((raw, region.ptr, region.len));
+                (region.ptr, region.len)
+            }
+        };
+        match offset.checked_add(len) {
+            Some(end) if end <= slot_len => Ok(ptr.wrapping_add(offset)),
+            _ => Err(Error::OutOfBounds { pid: self.pid, slot: raw, offset, len, slot_len }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +300,24 @@ mod tests {
         assert!(matches!(a.resolve(0, s, usize::MAX, 2), Err(Error::OutOfBounds { .. })));
         a.remove(0, s).unwrap();
         assert!(matches!(a.resolve(0, s, 0, 0), Err(Error::BadSlot { .. })));
+    }
+
+    #[test]
+    fn resolver_agrees_with_resolve() {
+        let mut a = Register::default();
+        a.set_capacity(3);
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 16];
+        let sx = a.insert(true, x.as_mut_ptr(), 8, false).unwrap();
+        let sy = a.insert(true, y.as_mut_ptr(), 16, false).unwrap();
+        let mut r = Resolver::new(&a, 0);
+        for (slot, off, len) in [(sx, 0, 8), (sx, 4, 8), (sy, 8, 8), (sy, 9, 8), (sx, 8, 0)]
+            .into_iter()
+            .chain([(MemSlot::INVALID, 0, 0), (MemSlot::from_raw(40), 0, 0), (sy, 0, 16)])
+        {
+            let want = a.resolve_global(0, slot.as_raw(), off, len);
+            assert_eq!(r.resolve(slot.as_raw(), off, len), want);
+        }
     }
 
     #[test]

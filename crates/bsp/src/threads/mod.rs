@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_utils::CachePadded;
 
-use crate::memreg::Register;
+use crate::memreg::{Register, Resolver};
 use crate::{Args, Error, ExecConfig, Machine, MemSlot, Pid, checked};
 
 use wait::{BarrierFlags, Waker};
@@ -872,13 +872,13 @@ impl Ctx {
     fn execute(&self, par: usize) -> Result<(), Error> {
         let g = &*self.group;
         let me = self.pid;
-        let my_reg = self.reg();
+        let mut mine = Resolver::new(self.reg(), me as Pid);
         let mut first_err = None;
         for j in 0..g.p {
             // SAFETY: queue (j -> me, par) is frozen during this data phase (see `sync`).
             let q = unsafe { &*g.queue(j, me, par) };
             for r in &q.puts {
-                match my_reg.resolve_global(me as Pid, r.dst_slot, r.dst_offset, r.len) {
+                match mine.resolve(r.dst_slot, r.dst_offset, r.len) {
                     // SAFETY: `r.src` was bounds-checked at the origin against a registered
                     // slot whose memory stays valid until this sync returns (registration
                     // contract; the origin waits for our `done`); `dst` is in bounds of our
@@ -899,9 +899,9 @@ impl Ctx {
             }
             // SAFETY: process j is inside this sync until it sees our `done` (we are its
             // partner), so its register is not being mutated.
-            let reg_j = unsafe { &*g.register(j) };
+            let mut theirs = Resolver::new(unsafe { &*g.register(j) }, j as Pid);
             for r in &q.gets {
-                match reg_j.resolve_global(j as Pid, r.src_slot, r.src_offset, r.len) {
+                match theirs.resolve(r.src_slot, r.src_offset, r.len) {
                     // SAFETY: `src` is in bounds of j's registered slot, valid while j waits in
                     // this sync; `r.dst` was bounds-checked at the get against our own slot.
                     Ok(src) => unsafe { copy_bytes(src, r.dst, r.len) },
