@@ -1267,60 +1267,121 @@ fn write_grid(
         let rec = if weighted { 16 } else { 8 };
         let _res = budget.reserve(
             &format!("sorting column group {g} of the {grid} grid"),
-            bytes + count * if weighted { 24 } else { 8 },
+            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
         )?;
         let data = std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
         if data.len() as u64 != *bytes {
             return Err(Error::corrupt(path, "scratch file has the wrong length"));
         }
         let _ = std::fs::remove_file(path);
-        let key = |c: &[u8]| -> u64 {
-            let s = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64;
-            let d = u32::from_le_bytes([c[4], c[5], c[6], c[7]]) as u64;
-            let (sp, dp) = (s / psize, d / psize);
-            (dp << 44) | (sp << 32) | ((d - dp * psize) << 16) | (s - sp * psize)
+        let dp0 = g as u64 * cols_per_group;
+        let cols = cols_per_group.min(p - dp0.min(p)) as usize;
+        let gblocks = cols * p as usize;
+        // Counting sort by block (dp, sp) of the group, then a small sort per block by (d, s)
+        // (and weight, rule 3), blocks in parallel: cache-sized sorts instead of one big one.
+        let decode = |c: &[u8]| -> (u64, u64) {
+            (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64, u32::from_le_bytes([c[4], c[5], c[6], c[7]]) as u64)
         };
-        // Sort keys (with weights: (key, weight) pairs; equal keys keep the smaller weight
-        // first, rule 3). Unweighted graphs sort bare u64 keys: half the bytes to move.
-        let mut keyed: Vec<(u64, f64)>;
-        if weighted {
-            keyed = data
-                .par_chunks_exact(rec)
-                .map(|c| (key(c), f64::from_le_bytes(c[8..16].try_into().unwrap_or([0; 8]))))
-                .collect();
-            drop(data);
-            keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let mut starts = vec![0usize; gblocks + 1];
+        for c in data.chunks_exact(rec) {
+            let (s, d) = decode(c);
+            starts[((d / psize - dp0) * p + s / psize) as usize + 1] += 1;
+        }
+        for i in 0..gblocks {
+            starts[i + 1] += starts[i];
+        }
+        let mut fill = starts.clone();
+        let mut keys = vec![0u32; data.len() / rec];
+        let mut ws = if weighted { vec![0f64; keys.len()] } else { Vec::new() };
+        for c in data.chunks_exact(rec) {
+            let (s, d) = decode(c);
+            let (sp, dp) = (s / psize, d / psize);
+            let bi = ((dp - dp0) * p + sp) as usize;
+            let at = fill[bi];
+            fill[bi] += 1;
+            keys[at] = (((d - dp * psize) << 16) | (s - sp * psize)) as u32;
+            if weighted {
+                ws[at] = f64::from_le_bytes(c[8..16].try_into().unwrap_or([0; 8]));
+            }
+        }
+        drop(data);
+        // Split into per-block slices and sort them in parallel.
+        let mut kslices: Vec<&mut [u32]> = Vec::with_capacity(gblocks);
+        let mut wslices: Vec<&mut [f64]> = Vec::with_capacity(gblocks);
+        {
+            let (mut krest, mut wrest) = (&mut keys[..], &mut ws[..]);
+            for i in 0..gblocks {
+                let len = starts[i + 1] - starts[i];
+                let (k, kr) = krest.split_at_mut(len);
+                krest = kr;
+                kslices.push(k);
+                if weighted {
+                    let (w, wr) = wrest.split_at_mut(len);
+                    wrest = wr;
+                    wslices.push(w);
+                }
+            }
+        }
+        let lens: Vec<usize> = if weighted {
+            kslices
+                .par_iter_mut()
+                .zip(wslices.par_iter_mut())
+                .enumerate()
+                .map(|(bi, (k, w))| {
+                    let mut pairs: Vec<(u32, f64)> = k.iter().copied().zip(w.iter().copied()).collect();
+                    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                    if simple {
+                        pairs.dedup_by_key(|a| a.0);
+                        let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                        if dp == sp {
+                            pairs.retain(|&(x, _)| x >> 16 != x & 0xffff);
+                        }
+                    }
+                    for (i, (x, y)) in pairs.iter().enumerate() {
+                        k[i] = *x;
+                        w[i] = *y;
+                    }
+                    pairs.len()
+                })
+                .collect()
         } else {
-            let mut keys: Vec<u64> = data.par_chunks_exact(rec).map(key).collect();
-            drop(data);
-            keys.par_sort_unstable();
-            keyed = keys.into_iter().map(|k| (k, 0.0)).collect();
-        }
-        if simple {
-            keyed.dedup_by_key(|a| a.0);
-            keyed.retain(|&(k, _)| {
-                let (dp, sp) = (k >> 44, (k >> 32) & 0xfff);
-                !(dp == sp && (k >> 16) & 0xffff == k & 0xffff)
-            });
-        }
-        // Write block by block: the keys are in (dp, sp, d, s) order, i.e. stream order.
-        let mut i = 0usize;
+            kslices
+                .par_iter_mut()
+                .enumerate()
+                .map(|(bi, k)| {
+                    k.sort_unstable();
+                    if !simple {
+                        return k.len();
+                    }
+                    let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                    let mut n = 0;
+                    for i in 0..k.len() {
+                        let x = k[i];
+                        if (n > 0 && k[n - 1] == x) || (dp == sp && x >> 16 == x & 0xffff) {
+                            continue;
+                        }
+                        k[n] = x;
+                        n += 1;
+                    }
+                    n
+                })
+                .collect()
+        };
+        // Write the blocks in order: (dp, sp) ascending is stream order.
         let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut wbuf: Vec<u8> = Vec::new();
-        while i < keyed.len() {
-            let bk = keyed[i].0 >> 32;
-            let (dp, sp) = (bk >> 12, bk & 0xfff);
+        for bi in 0..gblocks {
+            let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
             let b = (dp * p + sp) as usize;
-            let mut j = i;
+            let len = lens[bi];
             ebuf.clear();
             wbuf.clear();
-            while j < keyed.len() && keyed[j].0 >> 32 == bk {
-                let (k, w) = keyed[j];
-                let (d, s) = ((k >> 16) & 0xffff, k & 0xffff);
+            for (i, &x) in kslices[bi][..len].iter().enumerate() {
+                let (d, s) = ((x >> 16) as u64, (x & 0xffff) as u64);
                 ebuf.extend_from_slice(&(s as u16).to_le_bytes());
                 ebuf.extend_from_slice(&(d as u16).to_le_bytes());
                 if weighted {
-                    wbuf.extend_from_slice(&w.to_le_bytes());
+                    wbuf.extend_from_slice(&wslices[bi][i].to_le_bytes());
                 }
                 if sp == dp && s == d {
                     self_loops += 1;
@@ -1331,19 +1392,15 @@ fn write_grid(
                     out_deg[sg] = out_deg[sg].checked_add(1).ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
                     in_deg[dg] = in_deg[dg].checked_add(1).ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
                 }
-                j += 1;
             }
             index.crcs[b] = crc32fast::hash(&ebuf);
-            block_counts[b] = (j - i) as u64;
+            block_counts[b] = len as u64;
             ew.write(&ebuf)?;
             if let Some(ww) = ww.as_mut() {
                 ww.write(&wbuf)?;
             }
-            written += (j - i) as u64;
-            i = j;
+            written += len as u64;
         }
-        let _ = g;
-        let _ = cols_per_group;
     }
     // Blocks were written in column-major order because groups are column ranges and keys sort
     // by (dp, sp): offsets are the prefix sums of the counts.
