@@ -37,21 +37,23 @@ pub(crate) fn check_sync(ctx: &Ctx, par: usize) -> Result<(), Error> {
     for j in 0..ctx.group_p() {
         let incoming = ctx.frozen_queue(j, me, par);
         for r in &incoming.puts {
-            if let Ok(dst) = reg.resolve_global(pid, r.dst_slot, r.dst_offset, r.len) {
-                push_span(&mut writes, dst as usize, r.len);
+            let len = r.len as usize;
+            if let Ok(dst) = reg.resolve_global(pid, r.dst_slot as usize, r.dst_offset, len) {
+                push_span(&mut writes, dst as usize, len);
             }
         }
         for r in &incoming.gets {
-            if let Ok(src) = reg.resolve_global(pid, r.src_slot, r.src_offset, r.len) {
-                push_span(&mut reads, src as usize, r.len);
+            let len = r.len as usize;
+            if let Ok(src) = reg.resolve_global(pid, r.src_slot as usize, r.src_offset, len) {
+                push_span(&mut reads, src as usize, len);
             }
         }
         let outgoing = ctx.frozen_queue(me, j, par);
         for r in &outgoing.puts {
-            push_span(&mut reads, r.src as usize, r.len);
+            push_span(&mut reads, r.src as usize, r.len as usize);
         }
         for r in &outgoing.gets {
-            push_span(&mut writes, r.dst as usize, r.len);
+            push_span(&mut writes, r.dst as usize, r.len as usize);
         }
     }
     match first_overlap(&mut reads, &mut writes) {

@@ -42,23 +42,32 @@ use crate::{Args, Error, ExecConfig, Machine, MemSlot, Pid, checked};
 
 use wait::{BarrierFlags, Waker};
 
-/// A queued put: source resolved at the origin, destination resolved at the target.
+/// A queued put: source resolved at the origin, destination resolved at the target. 24 bytes:
+/// in a large all-to-all of small messages the queues' memory traffic is most of the cost, so
+/// the slot id and length are 32-bit (longer messages are queued as several chunks, in order).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PutReq {
     pub(crate) src: *const u8,
-    pub(crate) dst_slot: usize,
     pub(crate) dst_offset: usize,
-    pub(crate) len: usize,
+    pub(crate) dst_slot: u32,
+    pub(crate) len: u32,
 }
 
-/// A queued get: destination resolved at the origin, source resolved at the sync.
+/// A queued get: destination resolved at the origin, source resolved at the sync (24 bytes).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GetReq {
-    pub(crate) src_slot: usize,
-    pub(crate) src_offset: usize,
     pub(crate) dst: *mut u8,
-    pub(crate) len: usize,
+    pub(crate) src_offset: usize,
+    pub(crate) src_slot: u32,
+    pub(crate) len: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<PutReq>() == 24 && std::mem::size_of::<GetReq>() == 24);
+
+/// Largest chunk one request carries; longer messages become consecutive chunks (tiny in unit
+/// tests, so that the chunking is exercised). The `Checked` backend's target-end count counts
+/// each chunk.
+const CHUNK: usize = if cfg!(test) { 16 } else { 1 << 31 };
 
 /// Requests from one origin to one target for one superstep parity.
 #[derive(Debug, Default)]
@@ -696,11 +705,29 @@ impl Ctx {
             Ok(ptr) => ptr,
             Err(e) => return Err(self.fatal(e)),
         };
-        let req = PutReq { src: src_ptr, dst_slot: dst.as_raw(), dst_offset, len };
+        let (dst_slot, end) = match (u32::try_from(dst.as_raw()), dst_offset.checked_add(len)) {
+            (Ok(slot), Some(end)) => (slot, end),
+            _ => {
+                let (slot, offset) = (dst.as_raw(), dst_offset);
+                let e = Error::OutOfBounds { pid: dst_pid, slot, offset, len, slot_len: 0 };
+                return Err(self.fatal(e));
+            }
+        };
         let q = self.group.queue(self.pid, d, self.parity());
         // SAFETY: row `self.pid` of the queues is written only by this process, outside syncs
         // (`&mut self`); readers of this parity read it only in the next sync (README, "Queues").
-        unsafe { (*q).puts.push(req) };
+        let puts = unsafe { &mut (*q).puts };
+        if len <= CHUNK {
+            puts.push(PutReq { src: src_ptr, dst_offset, dst_slot, len: len as u32 });
+        } else {
+            let mut at = 0;
+            while at < len {
+                let n = (len - at).min(CHUNK);
+                let src = src_ptr.wrapping_add(at);
+                puts.push(PutReq { src, dst_offset: end - len + at, dst_slot, len: n as u32 });
+                at += n;
+            }
+        }
         self.used += units;
         self.dirty[self.parity()] = true;
         Ok(())
@@ -736,10 +763,28 @@ impl Ctx {
             Ok(ptr) => ptr,
             Err(e) => return Err(self.fatal(e)),
         };
-        let req = GetReq { src_slot: src.as_raw(), src_offset, dst: dst_ptr, len };
+        let (src_slot, end) = match (u32::try_from(src.as_raw()), src_offset.checked_add(len)) {
+            (Ok(slot), Some(end)) => (slot, end),
+            _ => {
+                let (slot, offset) = (src.as_raw(), src_offset);
+                let e = Error::OutOfBounds { pid: src_pid, slot, offset, len, slot_len: 0 };
+                return Err(self.fatal(e));
+            }
+        };
         let q = self.group.queue(self.pid, s, self.parity());
         // SAFETY: as in `put`: this process owns row `self.pid` between syncs.
-        unsafe { (*q).gets.push(req) };
+        let gets = unsafe { &mut (*q).gets };
+        if len <= CHUNK {
+            gets.push(GetReq { dst: dst_ptr, src_offset, src_slot, len: len as u32 });
+        } else {
+            let mut at = 0;
+            while at < len {
+                let n = (len - at).min(CHUNK);
+                let dst = dst_ptr.wrapping_add(at);
+                gets.push(GetReq { dst, src_offset: end - len + at, src_slot, len: n as u32 });
+                at += n;
+            }
+        }
         self.used += units;
         self.dirty[self.parity()] = true;
         Ok(())
@@ -878,13 +923,14 @@ impl Ctx {
             // SAFETY: queue (j -> me, par) is frozen during this data phase (see `sync`).
             let q = unsafe { &*g.queue(j, me, par) };
             for r in &q.puts {
-                match mine.resolve(r.dst_slot, r.dst_offset, r.len) {
+                let len = r.len as usize;
+                match mine.resolve(r.dst_slot as usize, r.dst_offset, len) {
                     // SAFETY: `r.src` was bounds-checked at the origin against a registered
                     // slot whose memory stays valid until this sync returns (registration
                     // contract; the origin waits for our `done`); `dst` is in bounds of our
                     // own slot. Only this thread writes our memory now (rule 2); `copy` allows
                     // overlap (an illegal but possible self-overlap).
-                    Ok(dst) => unsafe { copy_bytes(r.src, dst, r.len) },
+                    Ok(dst) => unsafe { copy_bytes(r.src, dst, len) },
                     Err(e) => {
                         first_err.get_or_insert(e);
                     }
@@ -901,10 +947,11 @@ impl Ctx {
             // partner), so its register is not being mutated.
             let mut theirs = Resolver::new(unsafe { &*g.register(j) }, j as Pid);
             for r in &q.gets {
-                match theirs.resolve(r.src_slot, r.src_offset, r.len) {
+                let len = r.len as usize;
+                match theirs.resolve(r.src_slot as usize, r.src_offset, len) {
                     // SAFETY: `src` is in bounds of j's registered slot, valid while j waits in
                     // this sync; `r.dst` was bounds-checked at the get against our own slot.
-                    Ok(src) => unsafe { copy_bytes(src, r.dst, r.len) },
+                    Ok(src) => unsafe { copy_bytes(src, r.dst, len) },
                     Err(e) => {
                         first_err.get_or_insert(e);
                     }
@@ -963,5 +1010,44 @@ impl Ctx {
     /// Registration hashes of all processes for parity `par` (Checked backend).
     pub(crate) fn reg_hashes(&self, par: usize) -> Vec<u64> {
         self.group.procs.iter().map(|pr| pr.reg_hash[par].load(Ordering::Relaxed)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages longer than `CHUNK` (16 bytes under test) arrive whole, for puts and gets.
+    #[test]
+    fn long_messages_are_chunked_transparently() {
+        for checked in [false, true] {
+            crate::exec_with(
+                &ExecConfig::new(3, checked),
+                3,
+                |ctx, s, p, _| {
+                    ctx.resize_memory_register(3).unwrap();
+                    ctx.resize_message_queue(64).unwrap();
+                    ctx.sync().unwrap();
+                    let src = ctx.alloc_global(100).unwrap();
+                    let put_dst = ctx.alloc_global(100).unwrap();
+                    let get_dst = ctx.alloc_local(100).unwrap();
+                    for (i, b) in ctx.slot_mut(src).unwrap().iter_mut().enumerate() {
+                        *b = (i as u32 * 7 + s) as u8;
+                    }
+                    ctx.sync().unwrap();
+                    ctx.put(src, 3, (s + 1) % p, put_dst, 0, 97).unwrap();
+                    ctx.get((s + 2) % p, src, 1, get_dst, 2, 98).unwrap();
+                    ctx.sync().unwrap();
+                    let from = (s + p - 1) % p;
+                    let want: Vec<u8> = (3..100).map(|i| (i * 7 + from) as u8).collect();
+                    assert_eq!(&ctx.slot(put_dst).unwrap()[..97], &want[..]);
+                    let from = (s + 2) % p;
+                    let want: Vec<u8> = (1..99).map(|i| (i * 7 + from) as u8).collect();
+                    assert_eq!(&ctx.slot(get_dst).unwrap()[2..], &want[..]);
+                },
+                Args::none(),
+            )
+            .unwrap();
+        }
     }
 }
