@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bsp;
 mod common;
 mod demo;
 mod graph;
@@ -29,6 +30,8 @@ enum Command {
     Grep(grep::GrepArgs),
     /// Out-of-core graph analytics: import, generate, run algorithms on a grid store.
     Graph(graph::GraphArgs),
+    /// The BSP layer: measure this machine's g and ℓ, or print what probe returns.
+    Bsp(bsp::BspArgs),
     /// Show the main job end to end on generated data (needs no input).
     Demo(demo::DemoArgs),
 }
@@ -48,6 +51,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => stats::run(a),
         Command::Grep(a) => grep::run(a),
         Command::Graph(a) => graph::run(a),
+        Command::Bsp(a) => bsp::run(a),
         Command::Demo(a) => demo::run(a),
     }
 }
