@@ -79,10 +79,15 @@
 //! ```
 //!
 //! # Modules
-//! - [`threads`]-backend internals are private; see `src/threads/README.md` for the sync protocol.
+//! - The threads backend's internals are private; see `src/threads/README.md` for the sync protocol.
 //! - [`collectives`]: broadcast, reduce, allreduce, gather, allgather, alltoall on the primitives.
-//! - [`probe`]: cost table, interpolation of g and ℓ.
-//! - [`bench`]: the measurements behind `sluice bsp bench`.
+//! - [`probe`]: cost table, interpolation of g and ℓ. For `sluice bsp probe`:
+//!   [`probe::probe_report`] (printable), [`probe::cost_table`], [`probe::CostTable`]
+//!   (`default_path`, `load`, `save`).
+//! - [`bench`](mod@bench): the measurements behind `sluice bsp bench`: [`bench::run`]`(&BenchConfig) ->
+//!   Result<BenchReport, Error>`, [`bench::BenchReport::table`], [`bench::BenchReport::to_json`],
+//!   [`bench::to_cost_table`] (to store what `probe` reads). The example `bsp_bench` is a
+//!   stand-alone front end (`cargo run -p sluice-bsp --release --example bsp_bench -- --quick`).
 
 #![warn(missing_docs)]
 

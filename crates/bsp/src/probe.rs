@@ -51,6 +51,37 @@ pub fn probe_root() -> Machine {
     Machine::new(p, p)
 }
 
+/// What `sluice bsp probe` prints: the root machine, where the table comes from, and g and ℓ
+/// (also normalised: g in ns/byte, ℓ in µs) for p = 1, 2, 4, … up to the root's p, at message
+/// sizes 8 B, 64 B, 1 KiB and 1 MiB.
+pub fn probe_report() -> String {
+    use std::fmt::Write;
+    let m = probe_root();
+    let t = cost_table();
+    let mut s = String::new();
+    let path = CostTable::default_path().map_or("-".to_string(), |p| p.display().to_string());
+    let _ = writeln!(s, "p = {}, free_p = {}; cost table: {} ({})", m.p, m.free_p, t.source, path);
+    let _ = writeln!(s, "{:>6} {:>10} {:>14} {:>12}", "p", "size (B)", "g (ns/B)", "l (us)");
+    let mut p = 1;
+    loop {
+        for size in [8usize, 64, 1024, 1 << 20] {
+            let _ = writeln!(
+                s,
+                "{:>6} {:>10} {:>14.4} {:>12.3}",
+                p,
+                size,
+                g(p, size) * 1e9,
+                l(p, size) * 1e6
+            );
+        }
+        if p >= m.p {
+            break;
+        }
+        p = (p * 2).min(m.p);
+    }
+    s
+}
+
 /// Rule 3: g(p, size) of the process-wide table.
 pub fn g(p: Pid, min_msg_size: usize) -> f64 {
     cost_table().g(p, min_msg_size)
@@ -285,6 +316,12 @@ mod tests {
         assert!((t.l(4, 8) - 250.0).abs() < 1e-9);
         let mid = t.g(2, 91);
         assert!(mid < 8.0 && mid > 1.0);
+    }
+
+    #[test]
+    fn probe_report_lists_the_root_machine() {
+        let r = probe_report();
+        assert!(r.contains("free_p") && r.contains("g (ns/B)"), "{r}");
     }
 
     #[test]
