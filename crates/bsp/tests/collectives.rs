@@ -18,7 +18,7 @@ fn op(a: u64, b: u64) -> u64 {
     a.wrapping_mul(31).wrapping_add(b)
 }
 
-const PS: [Pid; 6] = [1, 2, 3, 4, 7, 9];
+const PS: [Pid; 7] = [1, 2, 3, 4, 7, 9, 16];
 const LENS: [usize; 5] = [0, 1, 5, 64, 1000];
 
 #[test]
