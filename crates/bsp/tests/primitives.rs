@@ -176,6 +176,44 @@ fn write_conflicts_resolve_per_block_by_one_writer() {
     }
 }
 
+/// LPF's `get_parallel_overlapping_*`: process 0 gets from every process into overlapping ranges
+/// of one slot; each block comes from one source, whole messages in a serial order.
+#[test]
+fn overlapping_gets_resolve_per_block_by_one_writer() {
+    const BLOCK: usize = 64;
+    for config in backends() {
+        for p in [2usize, 3, 5] {
+            let n = 8 * BLOCK * p;
+            let range = move |s: usize| (s * 4 * BLOCK, (8 * BLOCK).min(n - s * 4 * BLOCK));
+            let result = Mutex::new(Vec::new());
+            run(&config, p as u32, |ctx, s, p| {
+                reserve(ctx, 2, 2 * p as usize + 2);
+                let src = ctx.alloc_global(n).unwrap();
+                let dst = ctx.alloc_local(n).unwrap();
+                fill(ctx, src, s as u8 + 1);
+                ctx.sync().unwrap();
+                if s == 0 {
+                    for from in 0..p {
+                        let (off, len) = range(from as usize);
+                        ctx.get(from, src, 0, dst, off, len).unwrap();
+                    }
+                }
+                ctx.sync().unwrap();
+                if s == 0 {
+                    *result.lock().unwrap() = ctx.slot(dst).unwrap().to_vec();
+                }
+            })
+            .unwrap();
+            let got = result.into_inner().unwrap();
+            let covers = |w: usize, byte: usize| {
+                let (off, len) = range(w);
+                byte >= off && byte < off + len
+            };
+            assert_blocks_from_one_writer(&got, BLOCK, p, covers);
+        }
+    }
+}
+
 #[test]
 fn capacities_take_effect_only_after_sync() {
     for config in backends() {
