@@ -272,3 +272,25 @@ fn bad_input_is_a_clear_error() {
     assert!(out.status.code() == Some(0) || out.status.code() == Some(2), "{}", text(&out));
     assert!(!text(&out).contains("panicked"));
 }
+
+#[test]
+fn a_flipped_byte_in_a_grid_is_reported_by_the_adjacency_stream() {
+    let Some(root) = ldbc_root() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let props = root.join("example-directed").join("example-directed.properties");
+    for file in ["fwd.edges", "rev.edges"] {
+        let store = tmp.path().join(format!("{file}.grid"));
+        ok(sluice(["graph", "import", "--format", "ldbc", "-o", store.to_str().unwrap(), props.to_str().unwrap()]));
+        let path = store.join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[5] ^= 0x10;
+        std::fs::write(&path, bytes).unwrap();
+        for alg in ["cdlp", "lcc"] {
+            for extra in [None, Some("--in-memory")] {
+                let mut args = vec!["graph", alg, store.to_str().unwrap()];
+                args.extend(extra);
+                assert_error(&sluice(&args), &[file, "checksum"]);
+            }
+        }
+    }
+}
