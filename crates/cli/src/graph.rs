@@ -234,7 +234,8 @@ fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     opts.tmp_dir = a.tmp_dir.clone();
     opts.force = a.force;
-    let bytes: u64 = a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bytes: u64 =
+        a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     let progress = Progress::start("import", bytes * 2, true);
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     let report = sluice_graph::import::import(&a.inputs, &a.output, &opts, &pipeline, &budget)
@@ -279,7 +280,12 @@ fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
 
 fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
     sluice_graph::cleanup::install_signal_handler();
-    let opts = kronecker::GenOptions { scale: a.scale, edge_factor: a.edge_factor, seed: a.seed, weights: a.weights };
+    let opts = kronecker::GenOptions {
+        scale: a.scale,
+        edge_factor: a.edge_factor,
+        seed: a.seed,
+        weights: a.weights,
+    };
     let rec = if a.weights { 12 } else { 8 };
     let total = (a.edge_factor << a.scale.min(40)).saturating_mul(rec);
     let progress = Progress::start("gen", total, true);
@@ -318,12 +324,25 @@ fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         say!("store          {}", a.store.display());
         say!("format         {} v{}", meta.format, meta.format_version);
         say!("vertices       {}", meta.num_vertices);
-        say!("edges          {} stored ({} read from the {} input)", meta.num_edges, meta.input_edges, meta.source_format);
+        say!(
+            "edges          {} stored ({} read from the {} input)",
+            meta.num_edges,
+            meta.input_edges,
+            meta.source_format
+        );
         say!("directed       {}", meta.directed);
         say!("weighted       {}", meta.weighted);
         say!("simple         {} ({} self loops stored)", meta.simple, meta.self_loops);
-        say!("grid           {} x {} partitions of {} vertices", meta.partitions, meta.partitions, meta.partition_size);
-        say!("bytes/edge     4 per pass (u16 partition-relative ids){}", if meta.weighted { " + 8 for weights" } else { "" });
+        say!(
+            "grid           {} x {} partitions of {} vertices",
+            meta.partitions,
+            meta.partitions,
+            meta.partition_size
+        );
+        say!(
+            "bytes/edge     4 per pass (u16 partition-relative ids){}",
+            if meta.weighted { " + 8 for weights" } else { "" }
+        );
         say!("size           {bytes} bytes in {} files + meta.json", meta.files.len());
     }
     Ok(ExitCode::SUCCESS)
@@ -332,20 +351,33 @@ fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
 fn verify(a: InfoArgs) -> anyhow::Result<ExitCode> {
     let r = sluice_graph::verify(&a.store)?;
     if a.json {
-        say!("{}", serde_json::to_string_pretty(&json!({"ok": true, "files": r.files, "blocks": r.blocks, "edges": r.edges, "bytes": r.bytes}))?);
+        say!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"ok": true, "files": r.files, "blocks": r.blocks, "edges": r.edges, "bytes": r.bytes})
+            )?
+        );
     } else {
-        say!("ok: {} files, {} blocks, {} edges checked ({} bytes)", r.files, r.blocks, r.edges, r.bytes);
+        say!(
+            "ok: {} files, {} blocks, {} edges checked ({} bytes)",
+            r.files,
+            r.blocks,
+            r.edges,
+            r.bytes
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progress, f64)> {
     let budget = a.pipeline.budget()?;
-    let meta = sluice_graph::store::read_meta(&a.store).with_context(|| format!("open {}", a.store.display()))?;
+    let meta = sluice_graph::store::read_meta(&a.store)
+        .with_context(|| format!("open {}", a.store.display()))?;
     let pass_bytes = meta.num_edges * 4 * if meta.directed { 2 } else { 1 };
     let progress = Progress::start(label, pass_bytes * passes, true);
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
-    let mut g = Graph::open(&a.store, pipeline, budget).with_context(|| format!("open {}", a.store.display()))?;
+    let mut g = Graph::open(&a.store, pipeline, budget)
+        .with_context(|| format!("open {}", a.store.display()))?;
     let mut load = 0.0;
     if a.in_memory {
         let t = Instant::now();
@@ -355,7 +387,15 @@ fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progre
     Ok((g, progress, load))
 }
 
-fn report(a: &AlgoArgs, g: &Graph, name: &str, secs: f64, load: f64, extra: serde_json::Value, top: Vec<(u64, String)>) -> anyhow::Result<()> {
+fn report(
+    a: &AlgoArgs,
+    g: &Graph,
+    name: &str,
+    secs: f64,
+    load: f64,
+    extra: serde_json::Value,
+    top: Vec<(u64, String)>,
+) -> anyhow::Result<()> {
     let st = g.take_stats();
     let m = g.meta();
     let edges = st.edges_streamed.max(1);
@@ -394,20 +434,29 @@ fn report(a: &AlgoArgs, g: &Graph, name: &str, secs: f64, load: f64, extra: serd
             st.edges_streamed as f64 / secs.max(1e-9) / 1e6,
             st.run.bytes_read,
             if g.is_in_memory() { 0.0 } else { bpe },
-            if g.is_in_memory() { format!(", edges in memory (loaded in {load:.2} s)") } else { String::new() }
+            if g.is_in_memory() {
+                format!(", edges in memory (loaded in {load:.2} s)")
+            } else {
+                String::new()
+            }
         );
     }
     Ok(())
 }
 
 fn write_out(path: &Path, g: &Graph, values: Values<'_>) -> anyhow::Result<()> {
-    output::write(path, g.original_ids(), values).with_context(|| format!("write {}", path.display()))
+    output::write(path, g.original_ids(), values)
+        .with_context(|| format!("write {}", path.display()))
 }
 
 fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
     let (g, progress, load) = open(&a.common, "pagerank", a.iterations as u64)?;
     let t = Instant::now();
-    let opts = pagerank::PageRankOptions { iterations: a.iterations, damping: a.damping, tolerance: a.tolerance };
+    let opts = pagerank::PageRankOptions {
+        iterations: a.iterations,
+        damping: a.damping,
+        tolerance: a.tolerance,
+    };
     let r = pagerank::pagerank(&g, &opts)?;
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
@@ -416,7 +465,10 @@ fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
     }
     let ids = g.original_ids();
     let top = a.common.top.map_or(Vec::new(), |k| {
-        output::top_k_f64(&r.ranks, k).into_iter().map(|v| (ids[v], format!("{:e}", r.ranks[v]))).collect()
+        output::top_k_f64(&r.ranks, k)
+            .into_iter()
+            .map(|v| (ids[v], format!("{:e}", r.ranks[v])))
+            .collect()
     });
     let extra = json!({"iterations": r.iterations, "damping": a.damping, "last_change": r.last_change,
         "seconds_per_iteration": secs / r.iterations.max(1) as f64});
@@ -438,8 +490,13 @@ fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
     let max_depth = depth.iter().filter(|&&d| d != bfs::UNREACHED).max().copied().unwrap_or(0);
     let ids = g.original_ids();
     let top = a.common.top.map_or(Vec::new(), |k| {
-        let far: Vec<f64> = depth.iter().map(|&d| if d == bfs::UNREACHED { -1.0 } else { d as f64 }).collect();
-        output::top_k_f64(&far, k).into_iter().filter(|&v| far[v] >= 0.0).map(|v| (ids[v], depth[v].to_string())).collect()
+        let far: Vec<f64> =
+            depth.iter().map(|&d| if d == bfs::UNREACHED { -1.0 } else { d as f64 }).collect();
+        output::top_k_f64(&far, k)
+            .into_iter()
+            .filter(|&v| far[v] >= 0.0)
+            .map(|v| (ids[v], depth[v].to_string()))
+            .collect()
     });
     let extra = json!({"source": a.source, "reached": reached, "max_depth": max_depth});
     report(&a.common, &g, "bfs", secs, load, extra, top)?;
@@ -463,9 +520,14 @@ fn run_wcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
     let ids = g.original_ids();
     let top = a.top.map_or(Vec::new(), |k| {
         let f: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
-        output::top_k_f64(&f, k).into_iter().filter(|&v| sizes[v] > 0).map(|v| (ids[v], sizes[v].to_string())).collect()
+        output::top_k_f64(&f, k)
+            .into_iter()
+            .filter(|&v| sizes[v] > 0)
+            .map(|v| (ids[v], sizes[v].to_string()))
+            .collect()
     });
-    let extra = json!({"components": components, "largest": sizes.iter().max().copied().unwrap_or(0)});
+    let extra =
+        json!({"components": components, "largest": sizes.iter().max().copied().unwrap_or(0)});
     report(&a, &g, "wcc", secs, load, extra, top)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -24,7 +24,13 @@ fn import_snap(dir: &Path, name: &str, text: &str, extra: &[&str]) -> (Output, P
     let input = dir.join(name);
     std::fs::write(&input, text).unwrap();
     let store = dir.join(format!("{name}.grid"));
-    let mut args: Vec<String> = vec!["graph".into(), "import".into(), "--format".into(), "snap".into(), "--directed".into()];
+    let mut args: Vec<String> = vec![
+        "graph".into(),
+        "import".into(),
+        "--format".into(),
+        "snap".into(),
+        "--directed".into(),
+    ];
     args.extend(extra.iter().map(|s| s.to_string()));
     args.push(input.to_string_lossy().into());
     args.push("-o".into());
@@ -52,7 +58,15 @@ fn ids_wider_than_id_bytes_are_errors() {
     // A binary file whose length is not a multiple of the record.
     let bin = dir.path().join("odd.bin");
     std::fs::write(&bin, [1u8, 0, 0, 0, 2, 0, 0, 0, 7]).unwrap();
-    let out = sluice(["graph", "import", "--format", "bin", bin.to_str().unwrap(), "-o", dir.path().join("odd.grid").to_str().unwrap()]);
+    let out = sluice([
+        "graph",
+        "import",
+        "--format",
+        "bin",
+        bin.to_str().unwrap(),
+        "-o",
+        dir.path().join("odd.grid").to_str().unwrap(),
+    ]);
     assert_error(&out, &["odd.bin", "multiple of the 8-byte record"]);
 }
 
@@ -71,7 +85,17 @@ fn nan_and_negative_weights_are_errors() {
         rec.extend_from_slice(&w.to_le_bytes());
     }
     std::fs::write(&bin, rec).unwrap();
-    let out = sluice(["graph", "import", "--format", "bin", "--weight", "f32", bin.to_str().unwrap(), "-o", dir.path().join("w.grid").to_str().unwrap()]);
+    let out = sluice([
+        "graph",
+        "import",
+        "--format",
+        "bin",
+        "--weight",
+        "f32",
+        bin.to_str().unwrap(),
+        "-o",
+        dir.path().join("w.grid").to_str().unwrap(),
+    ]);
     assert_error(&out, &["w.bin: record 1", "weight"]);
 }
 
@@ -80,7 +104,8 @@ fn empty_graph_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let (out, _) = import_snap(dir.path(), "empty.txt", "# nothing\n", &[]);
     assert_error(&out, &["empty graph"]);
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), 1, "temporary files left: {left:?}");
 }
 
@@ -91,12 +116,32 @@ fn missing_properties_key_is_an_error() {
     std::fs::write(dir.path().join("g.e"), "1 2\n").unwrap();
     let props = dir.path().join("g.properties");
     std::fs::write(&props, "graph.g.vertex-file = g.v\ngraph.g.edge-file = g.e\n").unwrap();
-    let out = sluice(["graph", "import", "--format", "ldbc", props.to_str().unwrap(), "-o", dir.path().join("g.grid").to_str().unwrap()]);
+    let out = sluice([
+        "graph",
+        "import",
+        "--format",
+        "ldbc",
+        props.to_str().unwrap(),
+        "-o",
+        dir.path().join("g.grid").to_str().unwrap(),
+    ]);
     assert_error(&out, &["missing key graph.g.directed"]);
     // An edge naming a vertex the .v file lacks.
-    std::fs::write(&props, "graph.g.vertex-file = g.v\ngraph.g.edge-file = g.e\ngraph.g.directed = true\n").unwrap();
+    std::fs::write(
+        &props,
+        "graph.g.vertex-file = g.v\ngraph.g.edge-file = g.e\ngraph.g.directed = true\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("g.e"), "1 2\n2 3\n").unwrap();
-    let out = sluice(["graph", "import", "--format", "ldbc", props.to_str().unwrap(), "-o", dir.path().join("g.grid").to_str().unwrap()]);
+    let out = sluice([
+        "graph",
+        "import",
+        "--format",
+        "ldbc",
+        props.to_str().unwrap(),
+        "-o",
+        dir.path().join("g.grid").to_str().unwrap(),
+    ]);
     assert_error(&out, &["g.e:2", "vertex 3 is not in the vertex file"]);
 }
 
@@ -126,7 +171,15 @@ fn a_flipped_byte_in_any_store_file_is_an_error_never_a_wrong_answer() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("clean.grid");
-    let out = sluice(["graph", "import", "--format", "ldbc", props.to_str().unwrap(), "-o", store.to_str().unwrap()]);
+    let out = sluice([
+        "graph",
+        "import",
+        "--format",
+        "ldbc",
+        props.to_str().unwrap(),
+        "-o",
+        store.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(sluice(["graph", "verify", store.to_str().unwrap()]).status.success());
     let clean = |alg: &str, s: &Path| -> Output {
@@ -138,9 +191,11 @@ fn a_flipped_byte_in_any_store_file_is_an_error_never_a_wrong_answer() {
         }
         out
     };
-    let reference: Vec<Vec<u8>> = ["pagerank", "wcc"].iter().map(|a| clean(a, &store).stdout).collect();
+    let reference: Vec<Vec<u8>> =
+        ["pagerank", "wcc"].iter().map(|a| clean(a, &store).stdout).collect();
     let bad = dir.path().join("bad.grid");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     assert!(files.len() >= 10, "{files:?}");
     let mut cases = 0;
@@ -179,7 +234,9 @@ fn a_store_of_another_format_version_is_an_error() {
     let (out, store) = import_snap(dir.path(), "g.txt", "1 2\n", &[]);
     assert!(out.status.success());
     let meta = store.join("meta.json");
-    let text = std::fs::read_to_string(&meta).unwrap().replace("\"format_version\": 1", "\"format_version\": 2");
+    let text = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"format_version\": 1", "\"format_version\": 2");
     std::fs::write(&meta, text).unwrap();
     for cmd in [vec!["graph", "info"], vec!["graph", "verify"], vec!["graph", "wcc"]] {
         let mut args = cmd.clone();
@@ -207,7 +264,15 @@ fn interrupted_import_leaves_no_temporary_files() {
     assert!(out.status.success());
     let store = dir.path().join("k.grid");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["graph", "import", "--format", "bin", bin.to_str().unwrap(), "-o", store.to_str().unwrap()])
+        .args([
+            "graph",
+            "import",
+            "--format",
+            "bin",
+            bin.to_str().unwrap(),
+            "-o",
+            store.to_str().unwrap(),
+        ])
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(150));

@@ -53,7 +53,11 @@ fn parse_f64(s: &str) -> f64 {
 }
 
 /// LDBC's rules; returns the first few mismatches.
-fn validate(alg: &str, actual: &BTreeMap<u64, String>, expected: &BTreeMap<u64, String>) -> Vec<String> {
+fn validate(
+    alg: &str,
+    actual: &BTreeMap<u64, String>,
+    expected: &BTreeMap<u64, String>,
+) -> Vec<String> {
     let mut bad = Vec::new();
     if actual.keys().ne(expected.keys()) {
         bad.push(format!("vertex sets differ: {} vs {} vertices", actual.len(), expected.len()));
@@ -70,7 +74,13 @@ fn validate(alg: &str, actual: &BTreeMap<u64, String>, expected: &BTreeMap<u64, 
         "pr" => {
             for (id, e) in expected {
                 let (a, e) = (parse_f64(&actual[id]), parse_f64(e));
-                let ok = if e == 0.0 { a == 0.0 } else if e.is_infinite() { a == e } else { (e - a).abs() <= 1e-4 * e.abs() };
+                let ok = if e == 0.0 {
+                    a == 0.0
+                } else if e.is_infinite() {
+                    a == e
+                } else {
+                    (e - a).abs() <= 1e-4 * e.abs()
+                };
                 if !ok {
                     bad.push(format!("vertex {id}: {a} vs expected {e}"));
                 }
@@ -81,7 +91,9 @@ fn validate(alg: &str, actual: &BTreeMap<u64, String>, expected: &BTreeMap<u64, 
             let (mut fwd, mut back) = (HashMap::new(), HashMap::new());
             for (id, e) in expected {
                 let a = &actual[id];
-                if *fwd.entry(a.clone()).or_insert(e.clone()) != *e || *back.entry(e.clone()).or_insert(a.clone()) != *a {
+                if *fwd.entry(a.clone()).or_insert(e.clone()) != *e
+                    || *back.entry(e.clone()).or_insert(a.clone()) != *a
+                {
                     bad.push(format!("vertex {id}: label {a} does not map to {e}"));
                 }
             }
@@ -112,7 +124,12 @@ fn ldbc_validation_graphs_pass_pr_bfs_wcc() {
         }
         let props = properties(&props_path);
         let store = tmp.path().join(format!("{name}.grid"));
-        run_ok(sluice().args(["graph", "import", "--format", "ldbc", "-o"]).arg(&store).arg(&props_path));
+        run_ok(
+            sluice()
+                .args(["graph", "import", "--format", "ldbc", "-o"])
+                .arg(&store)
+                .arg(&props_path),
+        );
         for (alg, suffix) in [("bfs", "BFS"), ("pr", "PR"), ("wcc", "WCC")] {
             let expected_path = dir.join(format!("{name}-{suffix}"));
             if !expected_path.is_file() {

@@ -139,7 +139,11 @@ fn check_all(store: &Path, naive: &Naive, tmp: &Path, what: &str) {
     assert_eq!(pr.len(), naive.ids.len(), "{what}: vertex count");
     for (i, id) in naive.ids.iter().enumerate() {
         let got: f64 = pr[id].parse().unwrap();
-        assert!((got - want[i]).abs() <= 1e-9 * want[i].abs(), "{what}: PR of {id}: {got} vs {}", want[i]);
+        assert!(
+            (got - want[i]).abs() <= 1e-9 * want[i].abs(),
+            "{what}: PR of {id}: {got} vs {}",
+            want[i]
+        );
     }
     let root = naive.ids[0];
     let bfs_out = tmp.join("bfs.txt");
@@ -180,12 +184,26 @@ fn real_graphs_match_a_naive_implementation() {
         for simple in [false, true] {
             let store = tmp.path().join(format!("g{simple}.grid"));
             let dir_flag = if directed { "--directed" } else { "--undirected" };
-            let mut args = vec!["graph", "import", "--format", "snap", dir_flag, path.to_str().unwrap(), "-o", store.to_str().unwrap()];
+            let mut args = vec![
+                "graph",
+                "import",
+                "--format",
+                "snap",
+                dir_flag,
+                path.to_str().unwrap(),
+                "-o",
+                store.to_str().unwrap(),
+            ];
             if simple {
                 args.push("--simple");
             }
             sluice(&args);
-            check_all(&store, &Naive::new(&edges, directed, simple), tmp.path(), &format!("{rel} simple={simple}"));
+            check_all(
+                &store,
+                &Naive::new(&edges, directed, simple),
+                tmp.path(),
+                &format!("{rel} simple={simple}"),
+            );
         }
     }
 }
@@ -199,40 +217,98 @@ fn every_input_path_gives_the_same_store_contents() {
     let naive = Naive::new(&edges, false, false);
     // snap (plain)
     let plain = t.join("plain.grid");
-    sluice(&["graph", "import", "--format", "snap", "--undirected", path.to_str().unwrap(), "-o", plain.to_str().unwrap()]);
+    sluice(&[
+        "graph",
+        "import",
+        "--format",
+        "snap",
+        "--undirected",
+        path.to_str().unwrap(),
+        "-o",
+        plain.to_str().unwrap(),
+    ]);
     check_all(&plain, &naive, t, "facebook snap");
     // bin, 8-byte ids
     let bin = t.join("fb.bin");
-    let bytes: Vec<u8> = edges.iter().flat_map(|&(a, b)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
+    let bytes: Vec<u8> =
+        edges.iter().flat_map(|&(a, b)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
     std::fs::write(&bin, bytes).unwrap();
     let from_bin = t.join("bin.grid");
-    sluice(&["graph", "import", "--format", "bin", "--id-bytes", "8", "--undirected", bin.to_str().unwrap(), "-o", from_bin.to_str().unwrap()]);
+    sluice(&[
+        "graph",
+        "import",
+        "--format",
+        "bin",
+        "--id-bytes",
+        "8",
+        "--undirected",
+        bin.to_str().unwrap(),
+        "-o",
+        from_bin.to_str().unwrap(),
+    ]);
     // mtx symmetric (ids shifted by one: Matrix Market is 1-based)
     let mtx = t.join("fb.mtx");
-    let mut text = format!("%%MatrixMarket matrix coordinate pattern symmetric\n% facebook\n{} {} {}\n", naive.ids.len(), naive.ids.len(), edges.len());
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate pattern symmetric\n% facebook\n{} {} {}\n",
+        naive.ids.len(),
+        naive.ids.len(),
+        edges.len()
+    );
     for &(a, b) in &edges {
         text.push_str(&format!("{} {}\n", a + 1, b + 1));
     }
     std::fs::write(&mtx, text).unwrap();
     let from_mtx = t.join("mtx.grid");
-    sluice(&["graph", "import", "--format", "mtx", mtx.to_str().unwrap(), "-o", from_mtx.to_str().unwrap()]);
+    sluice(&[
+        "graph",
+        "import",
+        "--format",
+        "mtx",
+        mtx.to_str().unwrap(),
+        "-o",
+        from_mtx.to_str().unwrap(),
+    ]);
     // ldbc .v/.e pair
     let v = t.join("fb.v");
     let e = t.join("fb.e");
-    std::fs::write(&v, naive.ids.iter().rev().map(|i| format!("{i}\n")).collect::<String>()).unwrap();
-    std::fs::write(&e, edges.iter().map(|(a, b)| format!("{a} {b}\n")).collect::<String>()).unwrap();
+    std::fs::write(&v, naive.ids.iter().rev().map(|i| format!("{i}\n")).collect::<String>())
+        .unwrap();
+    std::fs::write(&e, edges.iter().map(|(a, b)| format!("{a} {b}\n")).collect::<String>())
+        .unwrap();
     let from_ldbc = t.join("ldbc.grid");
-    sluice(&["graph", "import", "--format", "ldbc", "--undirected", v.to_str().unwrap(), e.to_str().unwrap(), "-o", from_ldbc.to_str().unwrap()]);
+    sluice(&[
+        "graph",
+        "import",
+        "--format",
+        "ldbc",
+        "--undirected",
+        v.to_str().unwrap(),
+        e.to_str().unwrap(),
+        "-o",
+        from_ldbc.to_str().unwrap(),
+    ]);
     let edges_of = |s: &Path| std::fs::read(s.join("fwd.edges")).unwrap();
     for other in [&from_bin, &from_mtx, &from_ldbc] {
         assert_eq!(edges_of(&plain), edges_of(other), "{}", other.display());
     }
     // gzip, if the gzip tool is here
     let gz = t.join("fb.txt.gz");
-    let ok = Command::new("sh").arg("-c").arg(format!("gzip -c '{}' > '{}'", path.display(), gz.display())).status();
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("gzip -c '{}' > '{}'", path.display(), gz.display()))
+        .status();
     if ok.is_ok_and(|s| s.success()) {
         let from_gz = t.join("gz.grid");
-        sluice(&["graph", "import", "--format", "snap", "--undirected", gz.to_str().unwrap(), "-o", from_gz.to_str().unwrap()]);
+        sluice(&[
+            "graph",
+            "import",
+            "--format",
+            "snap",
+            "--undirected",
+            gz.to_str().unwrap(),
+            "-o",
+            from_gz.to_str().unwrap(),
+        ]);
         assert_eq!(edges_of(&plain), edges_of(&from_gz));
     } else {
         println!("skipping the .gz case: no gzip tool");

@@ -39,8 +39,8 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, Reservation, RunStats};
 
-use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
 use crate::Error;
+use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
 
 /// Per-partition neighbour lists (CDLP, LCC); a child module so it reads the grids as passes do.
 #[path = "adjacency.rs"]
@@ -194,7 +194,8 @@ impl Graph {
         if !dir.join("meta.json").exists() {
             return Err(Error::Input {
                 path: dir.to_path_buf(),
-                msg: "not a grid store (no meta.json); create one with `sluice graph import`".into(),
+                msg: "not a grid store (no meta.json); create one with `sluice graph import`"
+                    .into(),
             });
         }
         let meta = store::read_meta(dir)?;
@@ -223,15 +224,20 @@ impl Graph {
             )?;
             let edges = dir.join(format!("{name}.edges"));
             let want = meta.num_edges * EDGE_BYTES;
-            let len = std::fs::metadata(&edges).map_err(|e| Error::io(&edges, "cannot open", e))?.len();
-            if len != want || meta.files.get(&format!("{name}.edges")).map(|s| s.len) != Some(want) {
+            let len =
+                std::fs::metadata(&edges).map_err(|e| Error::io(&edges, "cannot open", e))?.len();
+            if len != want || meta.files.get(&format!("{name}.edges")).map(|s| s.len) != Some(want)
+            {
                 return Err(Error::corrupt(&edges, format!("{len} bytes, expected {want}")));
             }
             let weights = meta.weighted.then(|| dir.join(format!("{name}.weights")));
             if let Some(w) = &weights {
                 let len = std::fs::metadata(w).map_err(|e| Error::io(w, "cannot open", e))?.len();
                 if len != meta.num_edges * 8 {
-                    return Err(Error::corrupt(w, format!("{len} bytes, expected {}", meta.num_edges * 8)));
+                    return Err(Error::corrupt(
+                        w,
+                        format!("{len} bytes, expected {}", meta.num_edges * 8),
+                    ));
                 }
             }
             grids.push(GridFiles { edges, weights, index, mem: None });
@@ -291,7 +297,11 @@ impl Graph {
         &self.budget
     }
     /// A vertex array of [`Graph::padded_len`] copies of `init`, reserved from the budget.
-    pub fn vertex_array<T: Clone>(&self, what: &str, init: T) -> Result<(Vec<T>, Reservation), Error> {
+    pub fn vertex_array<T: Clone>(
+        &self,
+        what: &str,
+        init: T,
+    ) -> Result<(Vec<T>, Reservation), Error> {
         let n = self.padded_len();
         let r = self.budget.reserve(what, (n * std::mem::size_of::<T>()) as u64)?;
         Ok((vec![init; n], r))
@@ -318,10 +328,13 @@ impl Graph {
                 bytes += self.meta.num_edges * 8;
             }
             self.reservations.push(self.budget.reserve("edges in memory", bytes)?);
-            let data = std::fs::read(&g.edges).map_err(|e| Error::io(&g.edges, "cannot read", e))?;
+            let data =
+                std::fs::read(&g.edges).map_err(|e| Error::io(&g.edges, "cannot read", e))?;
             let bad = (0..p * p).into_par_iter().find_first(|&b| {
-                let (lo, hi) = (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
-                data.get(lo as usize..hi as usize).is_none_or(|d| crc32fast::hash(d) != g.index.crcs[b])
+                let (lo, hi) =
+                    (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
+                data.get(lo as usize..hi as usize)
+                    .is_none_or(|d| crc32fast::hash(d) != g.index.crcs[b])
             });
             if let Some(b) = bad {
                 return Err(block_error(&g.edges, b, p));
@@ -329,7 +342,11 @@ impl Graph {
             let weights = match &g.weights {
                 Some(w) => {
                     let raw = std::fs::read(w).map_err(|e| Error::io(w, "cannot read", e))?;
-                    Some(raw.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+                    Some(
+                        raw.chunks_exact(8)
+                            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                            .collect(),
+                    )
                 }
                 None => None,
             };
@@ -367,7 +384,10 @@ impl Graph {
             .enumerate()
             .map(|(p, chunk)| {
                 let base = p * psize;
-                chunk.iter_mut().enumerate().fold(identity, |acc, (i, s)| fold(acc, f((base + i) as VertexId, s)))
+                chunk
+                    .iter_mut()
+                    .enumerate()
+                    .fold(identity, |acc, (i, s)| fold(acc, f((base + i) as VertexId, s)))
             })
             .collect();
         parts.into_iter().fold(identity, &fold)
@@ -412,7 +432,8 @@ impl Graph {
                     let Some((data, weights)) = &g.mem else { continue };
                     for sp in 0..p {
                         let b = dp * p + sp;
-                        let (lo, hi) = (g.index.offsets[b] as usize, g.index.offsets[b + 1] as usize);
+                        let (lo, hi) =
+                            (g.index.offsets[b] as usize, g.index.offsets[b + 1] as usize);
                         if lo == hi || !active.has_partition(sp) {
                             continue;
                         }
@@ -457,7 +478,8 @@ impl Graph {
         let n = self.num_vertices();
         // The plan: selected blocks, column by column; runs of adjacent selected blocks of one
         // column and grid are one extent (large sequential reads, no per-block alignment waste).
-        let mut plan = Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
+        let mut plan =
+            Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
         let mut extents: Vec<Ext> = Vec::new();
         let mut blocks: Vec<BlockRef> = Vec::new();
         let mut col_bytes = vec![0u64; p];
@@ -479,8 +501,20 @@ impl Graph {
                         }
                         continue;
                     }
-                    let e = open.get_or_insert_with(|| Ext { grid: gi, dp, first_edge: lo, edges: 0, blocks: Vec::new() });
-                    blocks.push(BlockRef { grid: gi, block: b, sp, start: lo - e.first_edge, end: hi - e.first_edge });
+                    let e = open.get_or_insert_with(|| Ext {
+                        grid: gi,
+                        dp,
+                        first_edge: lo,
+                        edges: 0,
+                        blocks: Vec::new(),
+                    });
+                    blocks.push(BlockRef {
+                        grid: gi,
+                        block: b,
+                        sp,
+                        start: lo - e.first_edge,
+                        end: hi - e.first_edge,
+                    });
                     e.blocks.push(blocks.len() - 1);
                     e.edges += hi - lo;
                     col_bytes[dp] += (hi - lo) * EDGE_BYTES;
@@ -492,22 +526,50 @@ impl Graph {
             }
         }
         for e in &extents {
-            plan.push_extent(&self.grids[e.grid].edges, e.first_edge * EDGE_BYTES, e.edges * EDGE_BYTES)?;
+            plan.push_extent(
+                &self.grids[e.grid].edges,
+                e.first_edge * EDGE_BYTES,
+                e.edges * EDGE_BYTES,
+            )?;
         }
         let mut next = VertexSet::empty_like(self);
-        let mut st_pass = PassStats { passes: 1, blocks_skipped: skipped, blocks_streamed: blocks.len() as u64, edges_streamed: edges, ..PassStats::default() };
+        let mut st_pass = PassStats {
+            passes: 1,
+            blocks_skipped: skipped,
+            blocks_streamed: blocks.len() as u64,
+            edges_streamed: edges,
+            ..PassStats::default()
+        };
         if !extents.is_empty() {
             let weight_files: Vec<Option<File>> = self
                 .grids
                 .iter()
                 .map(|g| match (&g.weights, K::WEIGHTED) {
-                    (Some(w), true) => File::open(w).map(Some).map_err(|e| Error::io(w, "cannot open", e)),
+                    (Some(w), true) => {
+                        File::open(w).map(Some).map_err(|e| Error::io(w, "cannot open", e))
+                    }
                     _ => Ok(None),
                 })
                 .collect::<Result<_, _>>()?;
-            let pk = PassKernel { kernel, extents: &extents, blocks: &blocks, psize, weight_files: &weight_files, grids: &self.grids };
+            let pk = PassKernel {
+                kernel,
+                extents: &extents,
+                blocks: &blocks,
+                psize,
+                weight_files: &weight_files,
+                grids: &self.grids,
+            };
             let counts = Mutex::new(vec![0u64; p]);
-            let run = self.apply_in_columns(&plan, &pk, &blocks, &col_bytes, state, &mut next.bits, &counts, n)?;
+            let run = self.apply_in_columns(
+                &plan,
+                &pk,
+                &blocks,
+                &col_bytes,
+                state,
+                &mut next.bits,
+                &counts,
+                n,
+            )?;
             next.part_counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
             add_stats(&mut st_pass.run, &run);
         }
@@ -549,39 +611,43 @@ impl Graph {
         let max_col = col_bytes.iter().copied().max().unwrap_or(0) / EDGE_BYTES;
         let _partials = self.budget.reserve(
             "column partial results",
-            max_col * (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8) * (appliers as u64 * 2 + 2),
+            max_col
+                * (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
+                * (appliers as u64 * 2 + 2),
         )?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);
         std::thread::scope(|scope| {
             for _ in 0..appliers {
                 let rx = &rx;
-                scope.spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((dp, parts, slice, bits)) = job else { return };
-                    let dbase = dp * psize;
-                    let mut changed = 0u64;
-                    for part in parts {
-                        for (d, v) in part {
-                            let r = d as usize - dbase;
-                            if d as usize >= n || r >= slice.len() {
-                                continue; // only in a corrupt block, which its checksum reports
-                            }
-                            let st = &mut slice[r];
-                            if kernel.cond(d, st) && kernel.apply(d, v, st) {
-                                let (w, b) = (r / 64, r % 64);
-                                if bits[w] & (1 << b) == 0 {
-                                    bits[w] |= 1 << b;
-                                    changed += 1;
+                scope.spawn(move || {
+                    loop {
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((dp, parts, slice, bits)) = job else { return };
+                        let dbase = dp * psize;
+                        let mut changed = 0u64;
+                        for part in parts {
+                            for (d, v) in part {
+                                let r = d as usize - dbase;
+                                if d as usize >= n || r >= slice.len() {
+                                    continue; // only in a corrupt block, which its checksum reports
+                                }
+                                let st = &mut slice[r];
+                                if kernel.cond(d, st) && kernel.apply(d, v, st) {
+                                    let (w, b) = (r / 64, r % 64);
+                                    if bits[w] & (1 << b) == 0 {
+                                        bits[w] |= 1 << b;
+                                        changed += 1;
+                                    }
                                 }
                             }
                         }
-                    }
-                    if let Ok(mut c) = counts.lock() {
-                        c[dp] += changed;
+                        if let Ok(mut c) = counts.lock() {
+                            c[dp] += changed;
+                        }
                     }
                 });
             }
@@ -597,9 +663,14 @@ impl Graph {
                     return;
                 }
                 for (bi, crc, len) in part.pieces {
-                    let (b, hasher, done) = cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
+                    let (b, hasher, done) =
+                        cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
                     if *b != bi {
-                        failure = Some(block_error(&self.grids[blocks[*b].grid].edges, blocks[*b].block, p));
+                        failure = Some(block_error(
+                            &self.grids[blocks[*b].grid].edges,
+                            blocks[*b].block,
+                            p,
+                        ));
                         return;
                     }
                     hasher.combine(&crc);
@@ -742,7 +813,11 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                     part.error = Some(Error::io(path, "cannot read weights", err));
                     return part;
                 }
-                Some(raw.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect::<Vec<f64>>())
+                Some(
+                    raw.chunks_exact(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                        .collect::<Vec<f64>>(),
+                )
             }
             None => None,
         };

@@ -30,9 +30,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout};
 
+use crate::Error;
 use crate::cleanup::TempDir;
 use crate::store::{self, EDGE_BYTES, FileSum, GridIndex, Meta, SumWriter};
-use crate::Error;
 
 /// Input formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,11 +161,8 @@ pub fn import(
         return Err(Error::Config("no input file given".into()));
     }
     let source = describe(inputs, opts)?;
-    let input_bytes: u64 = source
-        .files
-        .iter()
-        .map(|f| std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0))
-        .sum();
+    let input_bytes: u64 =
+        source.files.iter().map(|f| std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0)).sum();
 
     // Target and temporary directories.
     if out.exists() {
@@ -175,7 +172,10 @@ pub fn import(
                 out.display()
             )));
         }
-        if out.is_dir() && !out.join("meta.json").exists() && out.read_dir().map_or(true, |mut d| d.next().is_some()) {
+        if out.is_dir()
+            && !out.join("meta.json").exists()
+            && out.read_dir().map_or(true, |mut d| d.next().is_some())
+        {
             return Err(Error::Config(format!(
                 "{} exists and is not a grid store; not replacing it",
                 out.display()
@@ -186,7 +186,8 @@ pub fn import(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
+    let name =
+        out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
     let stage = TempDir::new(parent.join(format!(".{name}.tmp-{}", std::process::id())))?;
     let scratch = match &opts.tmp_dir {
         Some(t) => Some(TempDir::new(t.join(format!(".sluice-import-{}", std::process::id())))?),
@@ -251,7 +252,8 @@ pub fn import(
     let mut out_deg = vec![0u32; n as usize];
     let mut in_deg = vec![0u32; n as usize];
     let dir = stage.path().to_path_buf();
-    let grids: &[(&str, usize)] = if source.directed { &[("fwd", 0), ("rev", 1)] } else { &[("fwd", 0)] };
+    let grids: &[(&str, usize)] =
+        if source.directed { &[("fwd", 0), ("rev", 1)] } else { &[("fwd", 0)] };
     for &(grid, which) in grids {
         let degrees = if which == 0 { Some((&mut out_deg, &mut in_deg)) } else { None };
         let bucket_range = (which * groups as usize)..((which + 1) * groups as usize);
@@ -277,10 +279,14 @@ pub fn import(
     let id_bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
     meta.files.insert("ids.bin".into(), store::write_file(&dir.join("ids.bin"), &id_bytes)?);
     let deg_bytes = |d: &[u32]| d.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
-    meta.files
-        .insert("out_degree.bin".into(), store::write_file(&dir.join("out_degree.bin"), &deg_bytes(&out_deg))?);
-    meta.files
-        .insert("in_degree.bin".into(), store::write_file(&dir.join("in_degree.bin"), &deg_bytes(&in_deg))?);
+    meta.files.insert(
+        "out_degree.bin".into(),
+        store::write_file(&dir.join("out_degree.bin"), &deg_bytes(&out_deg))?,
+    );
+    meta.files.insert(
+        "in_degree.bin".into(),
+        store::write_file(&dir.join("in_degree.bin"), &deg_bytes(&in_deg))?,
+    );
     store::write_meta(&dir, &mut meta)?;
 
     // Publish.
@@ -288,7 +294,8 @@ pub fn import(
     if out.exists() {
         std::fs::remove_dir_all(out).map_err(|e| Error::io(out, "cannot replace", e))?;
     }
-    std::fs::rename(&dir, out).map_err(|e| Error::io(out, "cannot move the new store into place", e))?;
+    std::fs::rename(&dir, out)
+        .map_err(|e| Error::io(out, "cannot move the new store into place", e))?;
     stage.keep();
     Ok(ImportReport { meta, seconds: start.elapsed().as_secs_f64(), input_bytes, scratch_bytes })
 }
@@ -332,9 +339,8 @@ fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Source, Error> {
     }
     let id_max = if id_bytes == 4 { u32::MAX as u64 } else { u64::MAX };
     let need_direction = |what: &str| {
-        opts.directed.ok_or_else(|| {
-            Error::Config(format!("{what}: say --directed or --undirected"))
-        })
+        opts.directed
+            .ok_or_else(|| Error::Config(format!("{what}: say --directed or --undirected")))
     };
     for i in inputs {
         if !i.is_file() {
@@ -408,7 +414,9 @@ fn first_data_fields(f: &EdgeFile, comment: u8) -> Result<Option<usize>, Error> 
             if line.is_empty() || line[0] == comment {
                 continue;
             }
-            return Ok(Some(line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).count()));
+            return Ok(Some(
+                line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).count(),
+            ));
         }
         if k == 0 || carry.len() > (1 << 24) {
             return Ok(None);
@@ -425,7 +433,12 @@ fn open_text(f: &EdgeFile) -> Result<Box<dyn Read>, Error> {
     Ok(if f.gz { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) })
 }
 
-fn describe_mtx(path: &Path, opts: &ImportOptions, id_max: u64, id_bytes: u8) -> Result<Source, Error> {
+fn describe_mtx(
+    path: &Path,
+    opts: &ImportOptions,
+    id_max: u64,
+    id_bytes: u8,
+) -> Result<Source, Error> {
     let text = {
         let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let mut head = vec![0u8; 1 << 20];
@@ -443,13 +456,15 @@ fn describe_mtx(path: &Path, opts: &ImportOptions, id_max: u64, id_bytes: u8) ->
         head.truncate(got);
         head
     };
-    let bad = |line: u64, msg: &str| Error::Parse { path: path.to_path_buf(), line, msg: msg.into() };
+    let bad =
+        |line: u64, msg: &str| Error::Parse { path: path.to_path_buf(), line, msg: msg.into() };
     let mut offset = 0usize;
     let mut line_no = 0u64;
     let mut header: Option<Vec<String>> = None;
     let mut size: Option<(u64, u64, u64)> = None;
     while offset < text.len() {
-        let end = memchr::memchr(b'\n', &text[offset..]).map(|i| offset + i + 1).unwrap_or(text.len());
+        let end =
+            memchr::memchr(b'\n', &text[offset..]).map(|i| offset + i + 1).unwrap_or(text.len());
         let line = trim_cr(&text[offset..end]);
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = trim_cr(line);
@@ -459,7 +474,10 @@ fn describe_mtx(path: &Path, opts: &ImportOptions, id_max: u64, id_bytes: u8) ->
         if line_no == 1 {
             let words: Vec<String> = s.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
             if words.len() < 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
-                return Err(bad(1, "not a Matrix Market file (expected '%%MatrixMarket matrix coordinate ...')"));
+                return Err(bad(
+                    1,
+                    "not a Matrix Market file (expected '%%MatrixMarket matrix coordinate ...')",
+                ));
             }
             if words[2] != "coordinate" {
                 return Err(bad(1, "only the coordinate format is supported"));
@@ -486,7 +504,12 @@ fn describe_mtx(path: &Path, opts: &ImportOptions, id_max: u64, id_bytes: u8) ->
     let weighted = match header[3].as_str() {
         "pattern" => false,
         "real" | "integer" | "double" => true,
-        other => return Err(bad(1, &format!("field type {other:?} is not supported (pattern, real, integer)"))),
+        other => {
+            return Err(bad(
+                1,
+                &format!("field type {other:?} is not supported (pattern, real, integer)"),
+            ));
+        }
     };
     let directed = match header[4].as_str() {
         "general" => opts.directed.ok_or_else(|| {
@@ -548,12 +571,24 @@ impl LdbcProperties {
             let Some(rest) = k.strip_prefix("graph.") else { continue };
             // The graph name is everything up to the known key suffix.
             let known = [
-                "vertex-file", "edge-file", "meta.vertices", "meta.edges", "directed",
-                "edge-properties.names", "edge-properties.types", "algorithms",
-                "bfs.source-vertex", "cdlp.max-iterations", "pr.damping-factor",
-                "pr.num-iterations", "sssp.weight-property", "sssp.source-vertex",
+                "vertex-file",
+                "edge-file",
+                "meta.vertices",
+                "meta.edges",
+                "directed",
+                "edge-properties.names",
+                "edge-properties.types",
+                "algorithms",
+                "bfs.source-vertex",
+                "cdlp.max-iterations",
+                "pr.damping-factor",
+                "pr.num-iterations",
+                "sssp.weight-property",
+                "sssp.source-vertex",
             ];
-            let Some(key) = known.iter().find(|s| rest.ends_with(&format!(".{s}"))) else { continue };
+            let Some(key) = known.iter().find(|s| rest.ends_with(&format!(".{s}"))) else {
+                continue;
+            };
             let gname = &rest[..rest.len() - key.len() - 1];
             if name.is_none() {
                 name = Some(gname.to_string());
@@ -561,12 +596,7 @@ impl LdbcProperties {
             values.insert(key.to_string(), v.trim().to_string());
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-        Ok(LdbcProperties {
-            name: name.unwrap_or_default(),
-            values,
-            dir,
-            path: path.to_path_buf(),
-        })
+        Ok(LdbcProperties { name: name.unwrap_or_default(), values, dir, path: path.to_path_buf() })
     }
 
     /// The value of a required key, or an error naming it.
@@ -578,7 +608,12 @@ impl LdbcProperties {
     }
 }
 
-fn describe_ldbc(inputs: &[PathBuf], opts: &ImportOptions, id_max: u64, id_bytes: u8) -> Result<Source, Error> {
+fn describe_ldbc(
+    inputs: &[PathBuf],
+    opts: &ImportOptions,
+    id_max: u64,
+    id_bytes: u8,
+) -> Result<Source, Error> {
     let (vfile, efile, directed, weighted) = if inputs.len() == 1 {
         let props = LdbcProperties::read(&inputs[0])?;
         let v = props.dir.join(props.get("vertex-file")?);
@@ -593,16 +628,22 @@ fn describe_ldbc(inputs: &[PathBuf], opts: &ImportOptions, id_max: u64, id_bytes
                 });
             }
         };
-        let weighted = props.values.get("edge-properties.names").is_some_and(|s| !s.trim().is_empty());
+        let weighted =
+            props.values.get("edge-properties.names").is_some_and(|s| !s.trim().is_empty());
         for f in [&v, &e] {
             if !f.is_file() {
-                return Err(Error::Input { path: f.clone(), msg: format!("named in {} but not found", props.path.display()) });
+                return Err(Error::Input {
+                    path: f.clone(),
+                    msg: format!("named in {} but not found", props.path.display()),
+                });
             }
         }
         (v, e, directed, weighted)
     } else if inputs.len() == 2 {
         let directed = opts.directed.ok_or_else(|| {
-            Error::Config("a .v/.e pair does not say its direction: say --directed or --undirected".into())
+            Error::Config(
+                "a .v/.e pair does not say its direction: say --directed or --undirected".into(),
+            )
         })?;
         let e = EdgeFile {
             path: inputs[1].clone(),
@@ -612,7 +653,9 @@ fn describe_ldbc(inputs: &[PathBuf], opts: &ImportOptions, id_max: u64, id_bytes
         let weighted = first_data_fields(&e, b'#')? == Some(3);
         (inputs[0].clone(), inputs[1].clone(), directed, weighted)
     } else {
-        return Err(Error::Config("LDBC import takes a .properties file or a .v and an .e file".into()));
+        return Err(Error::Config(
+            "LDBC import takes a .properties file or a .v and an .e file".into(),
+        ));
     };
     Ok(Source {
         files: vec![EdgeFile {
@@ -710,13 +753,20 @@ fn parse_text(data: &[u8], base: u64, r: &TextRules) -> Result<RawEdges, ParseFa
             let tok = toks.next().ok_or_else(|| fail(format!("expected {fields} fields")))?;
             let v = parse_u64(tok).ok_or_else(|| {
                 if tok.iter().all(u8::is_ascii_digit) {
-                    fail(format!("vertex id {} does not fit in {} bytes", String::from_utf8_lossy(tok), r.id_bytes))
+                    fail(format!(
+                        "vertex id {} does not fit in {} bytes",
+                        String::from_utf8_lossy(tok),
+                        r.id_bytes
+                    ))
                 } else {
                     fail(format!("bad vertex id {:?}", String::from_utf8_lossy(tok)))
                 }
             })?;
             if v > r.id_max {
-                return Err(fail(format!("vertex id {v} does not fit in {} bytes (--id-bytes)", r.id_bytes)));
+                return Err(fail(format!(
+                    "vertex id {v} does not fit in {} bytes (--id-bytes)",
+                    r.id_bytes
+                )));
             }
             if let Some((rows, cols)) = r.mtx {
                 let lim = if k == 0 { rows } else { cols };
@@ -727,7 +777,9 @@ fn parse_text(data: &[u8], base: u64, r: &TextRules) -> Result<RawEdges, ParseFa
             *id = v;
         }
         if r.weighted {
-            let tok = toks.next().ok_or_else(|| fail(format!("expected {fields} fields (src dst weight)")))?;
+            let tok = toks
+                .next()
+                .ok_or_else(|| fail(format!("expected {fields} fields (src dst weight)")))?;
             let s = std::str::from_utf8(tok).map_err(|_| fail("bad weight".into()))?;
             let w: f64 = s.parse().map_err(|_| fail(format!("bad weight {s:?}")))?;
             out.w.push(check_weight(w).map_err(fail)?);
@@ -742,7 +794,12 @@ fn parse_text(data: &[u8], base: u64, r: &TextRules) -> Result<RawEdges, ParseFa
     Ok(out)
 }
 
-fn parse_bin(data: &[u8], base: u64, id_bytes: usize, weight: BinWeight) -> Result<RawEdges, ParseFail> {
+fn parse_bin(
+    data: &[u8],
+    base: u64,
+    id_bytes: usize,
+    weight: BinWeight,
+) -> Result<RawEdges, ParseFail> {
     let wb = match weight {
         BinWeight::None => 0,
         BinWeight::F32 => 4,
@@ -776,7 +833,8 @@ fn parse_bin(data: &[u8], base: u64, id_bytes: usize, weight: BinWeight) -> Resu
             } else {
                 f64::from_le_bytes([wr[0], wr[1], wr[2], wr[3], wr[4], wr[5], wr[6], wr[7]])
             };
-            let w = check_weight(w).map_err(|msg| ParseFail { offset: base + (i * rec) as u64, msg })?;
+            let w = check_weight(w)
+                .map_err(|msg| ParseFail { offset: base + (i * rec) as u64, msg })?;
             out.w.push(w);
         }
     }
@@ -793,7 +851,12 @@ fn fail_to_error(f: &EdgeFile, fail: ParseFail) -> Error {
                 BinWeight::F64 => 8,
             };
             let rec = (2 * id_bytes + wb) as u64;
-            Error::BadRecord { path: f.path.clone(), record: fail.offset / rec, offset: fail.offset, msg: fail.msg }
+            Error::BadRecord {
+                path: f.path.clone(),
+                record: fail.offset / rec,
+                offset: fail.offset,
+                msg: fail.msg,
+            }
         }
         FileKind::Text { .. } => {
             let line = line_of(f, fail.offset).unwrap_or(0);
@@ -847,7 +910,11 @@ fn for_each_chunk<T: Send>(
                             let rec = (data.len() / raw.src.len().max(1)) as u64;
                             return Err(ParseFail {
                                 offset: base + i as u64 * rec,
-                                msg: format!("vertex id {} does not fit in {} bytes", s.max(d), source.id_bytes),
+                                msg: format!(
+                                    "vertex id {} does not fit in {} bytes",
+                                    s.max(d),
+                                    source.id_bytes
+                                ),
                             });
                         }
                     }
@@ -862,12 +929,18 @@ fn for_each_chunk<T: Send>(
             let mut base = 0u64;
             let mut buf = vec![0u8; 4 << 20];
             loop {
-                let k = r.read(&mut buf).map_err(|e| Error::io(&f.path, "decompression failed", e))?;
+                let k =
+                    r.read(&mut buf).map_err(|e| Error::io(&f.path, "decompression failed", e))?;
                 carry.extend_from_slice(&buf[..k]);
-                let cut = if k == 0 { carry.len() } else { memchr::memrchr(b'\n', &carry).map_or(0, |i| i + 1) };
+                let cut = if k == 0 {
+                    carry.len()
+                } else {
+                    memchr::memrchr(b'\n', &carry).map_or(0, |i| i + 1)
+                };
                 if cut > 0 {
                     let piece: Vec<u8> = carry.drain(..cut).collect();
-                    let res = parse(&piece, base).and_then(|raw| run_chunk(per_chunk, raw, base, rec_len(&f.kind)));
+                    let res = parse(&piece, base)
+                        .and_then(|raw| run_chunk(per_chunk, raw, base, rec_len(&f.kind)));
                     base += piece.len() as u64;
                     match res {
                         Ok(t) => sink(t),
@@ -888,11 +961,13 @@ fn for_each_chunk<T: Send>(
                     BinWeight::F32 => 4,
                     BinWeight::F64 => 8,
                 };
-                let rec = std::num::NonZeroUsize::new(2 * id_bytes + wb).unwrap_or(std::num::NonZeroUsize::MIN);
+                let rec = std::num::NonZeroUsize::new(2 * id_bytes + wb)
+                    .unwrap_or(std::num::NonZeroUsize::MIN);
                 (RecordLayout::Fixed(rec), 0)
             }
         };
-        let len = std::fs::metadata(&f.path).map_err(|e| Error::io(&f.path, "cannot stat", e))?.len();
+        let len =
+            std::fs::metadata(&f.path).map_err(|e| Error::io(&f.path, "cannot stat", e))?.len();
         let mut plan = Plan::new(layout);
         if len > offset {
             plan.push_extent(&f.path, offset, len - offset)?;
@@ -1045,24 +1120,35 @@ fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<Vec<u64>, Er
     match &source.vertices {
         Vertices::Range(n) => Ok((1..=*n).collect()),
         Vertices::List(path) => {
-            let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read vertex file", e))?;
+            let text =
+                std::fs::read(path).map_err(|e| Error::io(path, "cannot read vertex file", e))?;
             let mut ids = Vec::new();
             for (i, line) in text.split(|&b| b == b'\n').enumerate() {
                 let line = trim_cr(line);
-                let t: Vec<&[u8]> = line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect();
+                let t: Vec<&[u8]> =
+                    line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect();
                 if t.is_empty() {
                     continue;
                 }
-                let fail = |msg: String| Error::Parse { path: path.clone(), line: i as u64 + 1, msg };
-                let v = parse_u64(t[0]).ok_or_else(|| fail(format!("bad vertex id {:?}", String::from_utf8_lossy(t[0]))))?;
+                let fail =
+                    |msg: String| Error::Parse { path: path.clone(), line: i as u64 + 1, msg };
+                let v = parse_u64(t[0]).ok_or_else(|| {
+                    fail(format!("bad vertex id {:?}", String::from_utf8_lossy(t[0])))
+                })?;
                 if v > source.id_max {
-                    return Err(fail(format!("vertex id {v} does not fit in {} bytes (--id-bytes)", source.id_bytes)));
+                    return Err(fail(format!(
+                        "vertex id {v} does not fit in {} bytes (--id-bytes)",
+                        source.id_bytes
+                    )));
                 }
                 ids.push(v);
             }
             ids.par_sort_unstable();
             if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-                return Err(Error::Input { path: path.clone(), msg: format!("vertex {} is listed twice", w[0]) });
+                return Err(Error::Input {
+                    path: path.clone(),
+                    msg: format!("vertex {} is listed twice", w[0]),
+                });
             }
             Ok(ids)
         }
@@ -1149,7 +1235,9 @@ impl Buckets {
             8
         };
         self.counts[b] += 1;
-        self.writers[b].write_all(&rec[..len]).map_err(|e| Error::io(&self.paths[b], "scratch write failed", e))
+        self.writers[b]
+            .write_all(&rec[..len])
+            .map_err(|e| Error::io(&self.paths[b], "scratch write failed", e))
     }
     /// Flushes and returns (path, bytes, records) per bucket.
     fn finish(self) -> Result<Vec<(PathBuf, u64, u64)>, Error> {
@@ -1183,8 +1271,12 @@ fn bucket_edges(
         let mut s = Vec::with_capacity(raw.src.len());
         let mut d = Vec::with_capacity(raw.src.len());
         for (i, (&a, &b)) in raw.src.iter().zip(&raw.dst).enumerate() {
-            let x = lookup.get(a).ok_or_else(|| (i, format!("vertex {a} is not in the vertex file")))?;
-            let y = lookup.get(b).ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
+            let x = lookup
+                .get(a)
+                .ok_or_else(|| (i, format!("vertex {a} is not in the vertex file")))?;
+            let y = lookup
+                .get(b)
+                .ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
             s.push(x);
             d.push(y);
         }
@@ -1269,7 +1361,8 @@ fn write_grid(
             &format!("sorting column group {g} of the {grid} grid"),
             bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
         )?;
-        let data = std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
+        let data =
+            std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
         if data.len() as u64 != *bytes {
             return Err(Error::corrupt(path, "scratch file has the wrong length"));
         }
@@ -1280,7 +1373,10 @@ fn write_grid(
         // Counting sort by block (dp, sp) of the group, then a small sort per block by (d, s)
         // (and weight, rule 3), blocks in parallel: cache-sized sorts instead of one big one.
         let decode = |c: &[u8]| -> (u64, u64) {
-            (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64, u32::from_le_bytes([c[4], c[5], c[6], c[7]]) as u64)
+            (
+                u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64,
+                u32::from_le_bytes([c[4], c[5], c[6], c[7]]) as u64,
+            )
         };
         let mut starts = vec![0usize; gblocks + 1];
         for c in data.chunks_exact(rec) {
@@ -1328,7 +1424,8 @@ fn write_grid(
                 .zip(wslices.par_iter_mut())
                 .enumerate()
                 .map(|(bi, (k, w))| {
-                    let mut pairs: Vec<(u32, f64)> = k.iter().copied().zip(w.iter().copied()).collect();
+                    let mut pairs: Vec<(u32, f64)> =
+                        k.iter().copied().zip(w.iter().copied()).collect();
                     pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
                     if simple {
                         pairs.dedup_by_key(|a| a.0);
@@ -1389,8 +1486,12 @@ fn write_grid(
                 if let Some((out_deg, in_deg)) = degrees.as_mut() {
                     let sg = (sp * psize + s) as usize;
                     let dg = (dp * psize + d) as usize;
-                    out_deg[sg] = out_deg[sg].checked_add(1).ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
-                    in_deg[dg] = in_deg[dg].checked_add(1).ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
+                    out_deg[sg] = out_deg[sg]
+                        .checked_add(1)
+                        .ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
+                    in_deg[dg] = in_deg[dg]
+                        .checked_add(1)
+                        .ok_or_else(|| Error::TooLarge("a degree exceeds 2^32".into()))?;
                 }
             }
             index.crcs[b] = crc32fast::hash(&ebuf);

@@ -14,8 +14,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use rand::{RngCore, SeedableRng};
 use rand::seq::SliceRandom;
+use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
@@ -40,7 +40,11 @@ const B: f64 = 0.19;
 const C: f64 = 0.19;
 
 /// Writes the graph to `out` (atomically); returns the number of edges.
-pub fn generate(opts: &GenOptions, out: &Path, progress: Option<&std::sync::atomic::AtomicU64>) -> Result<u64, Error> {
+pub fn generate(
+    opts: &GenOptions,
+    out: &Path,
+    progress: Option<&std::sync::atomic::AtomicU64>,
+) -> Result<u64, Error> {
     if opts.scale == 0 || opts.scale > 32 {
         return Err(Error::Config(format!("--scale {} is not in 1..=32", opts.scale)));
     }
@@ -48,10 +52,12 @@ pub fn generate(opts: &GenOptions, out: &Path, progress: Option<&std::sync::atom
         return Err(Error::Config("--edge-factor must be at least 1".into()));
     }
     let n = 1u64 << opts.scale;
-    let m = opts.edge_factor.checked_mul(n).ok_or_else(|| Error::Config("too many edges".into()))?;
+    let m =
+        opts.edge_factor.checked_mul(n).ok_or_else(|| Error::Config("too many edges".into()))?;
     let mut perm: Vec<u32> = (0..n).map(|v| v as u32).collect();
     perm.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(opts.seed ^ 0x9e37_79b9_7f4a_7c15));
-    let mut file = sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
+    let mut file =
+        sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
     let chunks = m.div_ceil(CHUNK);
     let rec = if opts.weights { 12 } else { 8 };
     let batch = (rayon::current_num_threads() as u64 * 2).max(2);
@@ -63,7 +69,9 @@ pub fn generate(opts: &GenOptions, out: &Path, progress: Option<&std::sync::atom
         let bufs: Vec<Vec<u8>> = (c0..c1)
             .into_par_iter()
             .map(|c| {
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(opts.seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ c);
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+                    opts.seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ c,
+                );
                 let len = CHUNK.min(m - c * CHUNK);
                 let mut buf = Vec::with_capacity(len as usize * rec);
                 let unit = 1.0 / (1u64 << 32) as f64;

@@ -36,7 +36,8 @@ impl Values<'_> {
 /// `.npy`, else LDBC text. Written atomically (temp file + rename).
 pub fn write(out: &Path, ids: &[u64], values: Values<'_>) -> Result<(), Error> {
     assert_eq!(ids.len(), values.len());
-    let mut f = sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
+    let mut f =
+        sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
     let werr = |e| Error::io(out, "write failed", e);
     if out.extension().is_some_and(|e| e == "npy") {
         let vtype = if matches!(values, Values::F64(_)) { "<f8" } else { "<i8" };
@@ -68,7 +69,11 @@ pub fn write(out: &Path, ids: &[u64], values: Values<'_>) -> Result<(), Error> {
                 Values::F64(v) => writeln!(f, "{id} {:e}", v[i]),
                 Values::U32 { values, unreached } => {
                     let x = values[i];
-                    if x == u32::MAX { writeln!(f, "{id} {unreached}") } else { writeln!(f, "{id} {x}") }
+                    if x == u32::MAX {
+                        writeln!(f, "{id} {unreached}")
+                    } else {
+                        writeln!(f, "{id} {x}")
+                    }
                 }
                 Values::Label(l) => writeln!(f, "{id} {}", ids[l[i] as usize]),
             }

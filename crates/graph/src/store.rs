@@ -149,7 +149,10 @@ impl SumWriter {
     }
     pub(crate) fn finish(mut self) -> Result<FileSum, Error> {
         self.w.flush().map_err(|e| Error::io(&self.path, "write failed", e))?;
-        let f = self.w.into_inner().map_err(|e| Error::io(&self.path, "write failed", e.into_error()))?;
+        let f = self
+            .w
+            .into_inner()
+            .map_err(|e| Error::io(&self.path, "write failed", e.into_error()))?;
         f.sync_all().map_err(|e| Error::io(&self.path, "fsync failed", e))?;
         Ok(FileSum { len: self.len, crc32: self.hasher.finalize() })
     }
@@ -169,9 +172,11 @@ pub(crate) fn write_meta(dir: &Path, meta: &mut Meta) -> Result<(), Error> {
     text.push(b'\n');
     let crc = crc32fast::hash(&text);
     meta.meta_crc32 = format!("{crc:08x}");
-    let text = String::from_utf8(text)
-        .map_err(|e| Error::Config(e.to_string()))?
-        .replacen("\"meta_crc32\": \"00000000\"", &format!("\"meta_crc32\": \"{crc:08x}\""), 1);
+    let text = String::from_utf8(text).map_err(|e| Error::Config(e.to_string()))?.replacen(
+        "\"meta_crc32\": \"00000000\"",
+        &format!("\"meta_crc32\": \"{crc:08x}\""),
+        1,
+    );
     write_file(&dir.join("meta.json"), text.as_bytes())?;
     Ok(())
 }
@@ -180,7 +185,8 @@ pub(crate) fn write_meta(dir: &Path, meta: &mut Meta) -> Result<(), Error> {
 /// reported as such), then its own checksum.
 pub fn read_meta(dir: &Path) -> Result<Meta, Error> {
     let path = dir.join("meta.json");
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, "cannot read store metadata", e))?;
+    let bytes =
+        std::fs::read(&path).map_err(|e| Error::io(&path, "cannot read store metadata", e))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(&path, format!("not valid JSON ({e})")))?;
     if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
@@ -249,7 +255,8 @@ fn check_meta(path: &Path, m: &Meta) -> Result<(), Error> {
 /// Reads a whole store file and checks it against its listed length and CRC-32.
 pub(crate) fn read_checked(dir: &Path, meta: &Meta, name: &str) -> Result<Vec<u8>, Error> {
     let path = dir.join(name);
-    let sum = meta.files.get(name).ok_or_else(|| Error::corrupt(&path, "not listed in meta.json"))?;
+    let sum =
+        meta.files.get(name).ok_or_else(|| Error::corrupt(&path, "not listed in meta.json"))?;
     let mut bytes = Vec::new();
     File::open(&path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
@@ -308,7 +315,12 @@ impl GridIndex {
         out
     }
 
-    pub(crate) fn from_bytes(path: &Path, bytes: &[u8], p: u64, edges: u64) -> Result<GridIndex, Error> {
+    pub(crate) fn from_bytes(
+        path: &Path,
+        bytes: &[u8],
+        p: u64,
+        edges: u64,
+    ) -> Result<GridIndex, Error> {
         let blocks = (p * p) as usize;
         if bytes.len() != (blocks + 1) * 8 + blocks * 4 {
             return Err(Error::corrupt(path, "index has the wrong length"));
@@ -316,9 +328,13 @@ impl GridIndex {
         let (o, c) = bytes.split_at((blocks + 1) * 8);
         let offsets: Vec<u64> =
             o.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect();
-        let crcs = c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect();
+        let crcs =
+            c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect();
         if offsets[0] != 0 || offsets[blocks] != edges || offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err(Error::corrupt(path, "index offsets are not monotone or do not end at |E|"));
+            return Err(Error::corrupt(
+                path,
+                "index offsets are not monotone or do not end at |E|",
+            ));
         }
         Ok(GridIndex { offsets, crcs })
     }

@@ -4,8 +4,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use crate::store::{self, EDGE_BYTES, GridIndex};
 use crate::Error;
+use crate::store::{self, EDGE_BYTES, GridIndex};
 
 /// What [`verify`] checked.
 #[derive(Debug, Clone)]
@@ -30,10 +30,16 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
         let path = dir.join(name);
         let got = store::file_sum(&path)?;
         if got.len != sum.len {
-            return Err(Error::corrupt(&path, format!("{} bytes, meta.json says {}", got.len, sum.len)));
+            return Err(Error::corrupt(
+                &path,
+                format!("{} bytes, meta.json says {}", got.len, sum.len),
+            ));
         }
         if got.crc32 != sum.crc32 {
-            return Err(Error::corrupt(&path, format!("checksum mismatch (stored {:08x}, computed {:08x})", sum.crc32, got.crc32)));
+            return Err(Error::corrupt(
+                &path,
+                format!("checksum mismatch (stored {:08x}, computed {:08x})", sum.crc32, got.crc32),
+            ));
         }
         report.files += 1;
         report.bytes += got.len;
@@ -53,7 +59,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
     let grids: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
     for g in grids {
         let iname = format!("{g}.index");
-        let index = GridIndex::from_bytes(&dir.join(&iname), &store::read_checked(dir, &meta, &iname)?, p, meta.num_edges)?;
+        let index = GridIndex::from_bytes(
+            &dir.join(&iname),
+            &store::read_checked(dir, &meta, &iname)?,
+            p,
+            meta.num_edges,
+        )?;
         let epath = dir.join(format!("{g}.edges"));
         let mut f = File::open(&epath).map_err(|e| Error::io(&epath, "cannot open", e))?;
         let mut buf = Vec::new();
@@ -63,7 +74,10 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
             buf.resize(len, 0);
             f.read_exact(&mut buf).map_err(|e| Error::io(&epath, "read failed", e))?;
             if crc32fast::hash(&buf) != index.crcs[b] {
-                return Err(Error::corrupt(&epath, format!("block ({sp}, {dp}) fails its checksum")));
+                return Err(Error::corrupt(
+                    &epath,
+                    format!("block ({sp}, {dp}) fails its checksum"),
+                ));
             }
             let (slen, dlen) = (meta.partition_len(sp), meta.partition_len(dp));
             let mut prev = (0u32, 0u32);
@@ -71,7 +85,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
                 let s = u16::from_le_bytes([e[0], e[1]]) as u32;
                 let d = u16::from_le_bytes([e[2], e[3]]) as u32;
                 if s as u64 >= slen || d as u64 >= dlen || (d, s) < prev {
-                    return Err(Error::corrupt(&epath, format!("block ({sp}, {dp}) holds an edge outside its partitions or out of order")));
+                    return Err(Error::corrupt(
+                        &epath,
+                        format!(
+                            "block ({sp}, {dp}) holds an edge outside its partitions or out of order"
+                        ),
+                    ));
                 }
                 prev = (d, s);
             }

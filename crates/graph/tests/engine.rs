@@ -22,7 +22,11 @@ fn edges() -> Vec<(u64, u64)> {
     for _ in 0..300_000 {
         let s = rng.gen_range(0..N - 100);
         // Locality plus long jumps, so blocks off the diagonal are used too.
-        let d = if rng.gen_bool(0.5) { (s + rng.gen_range(0..50)) % (N - 100) } else { rng.gen_range(0..N - 100) };
+        let d = if rng.gen_bool(0.5) {
+            (s + rng.gen_range(0..50)) % (N - 100)
+        } else {
+            rng.gen_range(0..N - 100)
+        };
         e.push((s, d));
     }
     e.push((5, 5));
@@ -57,7 +61,10 @@ fn dense(e: &[(u64, u64)]) -> (Vec<u64>, Vec<(usize, usize)>) {
     let mut ids: Vec<u64> = e.iter().flat_map(|&(a, b)| [a, b]).collect();
     ids.sort_unstable();
     ids.dedup();
-    let pairs = e.iter().map(|&(a, b)| (ids.binary_search(&a).unwrap(), ids.binary_search(&b).unwrap())).collect();
+    let pairs = e
+        .iter()
+        .map(|&(a, b)| (ids.binary_search(&a).unwrap(), ids.binary_search(&b).unwrap()))
+        .collect();
     (ids, pairs)
 }
 
@@ -126,7 +133,10 @@ fn several_partitions_both_modes_match_naive_implementations() {
         let arcs: Vec<(usize, usize)> = if directed {
             pairs.clone()
         } else {
-            pairs.iter().flat_map(|&(a, b)| if a == b { vec![(a, b)] } else { vec![(a, b), (b, a)] }).collect()
+            pairs
+                .iter()
+                .flat_map(|&(a, b)| if a == b { vec![(a, b)] } else { vec![(a, b), (b, a)] })
+                .collect()
         };
         let want_pr = naive_pr(n, &arcs, 5);
         let want_bfs = naive_bfs(n, &arcs, 0);
@@ -140,19 +150,33 @@ fn several_partitions_both_modes_match_naive_implementations() {
             let opts = pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
             let pr = pagerank::pagerank(&g, &opts).unwrap();
             for v in 0..n {
-                assert!((pr.ranks[v] - want_pr[v]).abs() <= 1e-12 * want_pr[v], "PR {v} directed={directed} mem={in_memory}");
+                assert!(
+                    (pr.ranks[v] - want_pr[v]).abs() <= 1e-12 * want_pr[v],
+                    "PR {v} directed={directed} mem={in_memory}"
+                );
             }
             prs.push(pr.ranks);
-            assert_eq!(bfs::bfs(&g, 0).unwrap(), want_bfs, "BFS directed={directed} mem={in_memory}");
+            assert_eq!(
+                bfs::bfs(&g, 0).unwrap(),
+                want_bfs,
+                "BFS directed={directed} mem={in_memory}"
+            );
             let _ = g.take_stats();
             assert_eq!(wcc::wcc(&g).unwrap(), want_wcc, "WCC directed={directed} mem={in_memory}");
             let st = g.take_stats();
-            assert!(st.blocks_skipped > 0 || st.passes <= 2, "selective scheduling skipped nothing");
+            assert!(
+                st.blocks_skipped > 0 || st.passes <= 2,
+                "selective scheduling skipped nothing"
+            );
         }
         // Determinism within a mode: run the streaming PR again.
         let g = open(&store, false);
         let opts = pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
-        assert_eq!(pagerank::pagerank(&g, &opts).unwrap().ranks, prs[0], "streaming PR is deterministic");
+        assert_eq!(
+            pagerank::pagerank(&g, &opts).unwrap().ranks,
+            prs[0],
+            "streaming PR is deterministic"
+        );
     }
 }
 
@@ -161,7 +185,13 @@ fn tolerance_stops_early_and_only_then() {
     let dir = tempfile::tempdir().unwrap();
     let store = write_and_import(dir.path(), &edges()[..20_000], true);
     let g = open(&store, true);
-    let run = |tol| pagerank::pagerank(&g, &pagerank::PageRankOptions { iterations: 200, damping: 0.85, tolerance: tol }).unwrap();
+    let run = |tol| {
+        pagerank::pagerank(
+            &g,
+            &pagerank::PageRankOptions { iterations: 200, damping: 0.85, tolerance: tol },
+        )
+        .unwrap()
+    };
     let r = run(Some(1e-6));
     assert!(r.iterations < 200 && r.last_change < 1e-6);
     assert_eq!(run(None).iterations, 200);

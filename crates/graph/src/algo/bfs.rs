@@ -48,7 +48,12 @@ pub fn bfs(g: &Graph, root: VertexId) -> Result<Vec<u32>, Error> {
     let mut frontier = VertexSet::single(g, root);
     let mut level = 1;
     while !frontier.is_empty() {
-        frontier = g.stream_edges(&Visit { frontier: &frontier, depth: level }, &frontier, Direction::Out, &mut depth)?;
+        frontier = g.stream_edges(
+            &Visit { frontier: &frontier, depth: level },
+            &frontier,
+            Direction::Out,
+            &mut depth,
+        )?;
         level += 1;
     }
     depth.truncate(n);

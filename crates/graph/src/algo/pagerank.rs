@@ -66,20 +66,30 @@ pub fn pagerank(g: &Graph, opts: &PageRankOptions) -> Result<PageRank, Error> {
     let (mut done, mut change) = (0, f64::INFINITY);
     while done < opts.iterations {
         // Vertex pass: contributions and the sinks' mass (folded in vertex order).
-        let sink = g.stream_vertices(&mut contrib, 0.0, |v, c| {
-            let (r, k) = (rank[v as usize], deg[v as usize]);
-            *c = if k == 0 { 0.0 } else { r / k as f64 };
-            if k == 0 { r } else { 0.0 }
-        }, |a, b| a + b);
+        let sink = g.stream_vertices(
+            &mut contrib,
+            0.0,
+            |v, c| {
+                let (r, k) = (rank[v as usize], deg[v as usize]);
+                *c = if k == 0 { 0.0 } else { r / k as f64 };
+                if k == 0 { r } else { 0.0 }
+            },
+            |a, b| a + b,
+        );
         sum.iter_mut().for_each(|s| *s = 0.0);
         g.stream_edges(&Sum { contrib: &contrib }, &all, Direction::Out, &mut sum)?;
         let base = (1.0 - d) / nf + d * sink / nf;
-        change = g.stream_vertices(&mut rank, 0.0, |v, r| {
-            let new = base + d * sum[v as usize];
-            let delta = (new - *r).abs();
-            *r = new;
-            delta
-        }, |a, b| a + b);
+        change = g.stream_vertices(
+            &mut rank,
+            0.0,
+            |v, r| {
+                let new = base + d * sum[v as usize];
+                let delta = (new - *r).abs();
+                *r = new;
+                delta
+            },
+            |a, b| a + b,
+        );
         done += 1;
         if opts.tolerance.is_some_and(|t| change < t) {
             break;
