@@ -86,14 +86,20 @@ pub(super) struct LdbcArgs {
 /// `-o`: LDBC text with `infinity`, or .npy.
 fn write_f64(a: &AlgoArgs, g: &Graph, values: &[f64]) -> anyhow::Result<()> {
     if let Some(o) = &a.output {
-        ldbc::write_f64(o, g.original_ids(), values).with_context(|| format!("write {}", o.display()))?;
+        ldbc::write_f64(o, g.original_ids(), values)
+            .with_context(|| format!("write {}", o.display()))?;
     }
     Ok(())
 }
 
 fn top_f64(a: &AlgoArgs, g: &Graph, values: &[f64]) -> Vec<(u64, String)> {
     let ids = g.original_ids();
-    a.top.map_or(Vec::new(), |k| output::top_k_f64(values, k).into_iter().map(|v| (ids[v], format!("{:e}", values[v]))).collect())
+    a.top.map_or(Vec::new(), |k| {
+        output::top_k_f64(values, k)
+            .into_iter()
+            .map(|v| (ids[v], format!("{:e}", values[v])))
+            .collect()
+    })
 }
 
 pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
@@ -112,7 +118,11 @@ pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
     let ids = g.original_ids();
     let top = a.common.top.map_or(Vec::new(), |k| {
         let f: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
-        output::top_k_f64(&f, k).into_iter().filter(|&v| sizes[v] > 0).map(|v| (ids[v], sizes[v].to_string())).collect()
+        output::top_k_f64(&f, k)
+            .into_iter()
+            .filter(|&v| sizes[v] > 0)
+            .map(|v| (ids[v], sizes[v].to_string()))
+            .collect()
     });
     let extra = json!({"iterations": r.iterations, "communities": sizes.iter().filter(|&&s| s > 0).count(),
         "largest": sizes.iter().max().copied().unwrap_or(0), "seconds_per_iteration": secs / r.iterations.max(1) as f64});
@@ -143,7 +153,8 @@ pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
     write_f64(&a.common, &g, &dist)?;
     let reached = dist.iter().filter(|d| d.is_finite()).count();
     let far: Vec<f64> = dist.iter().map(|&d| if d.is_finite() { d } else { -1.0 }).collect();
-    let top = top_f64(&a.common, &g, &far).into_iter().filter(|(_, v)| !v.starts_with('-')).collect();
+    let top =
+        top_f64(&a.common, &g, &far).into_iter().filter(|(_, v)| !v.starts_with('-')).collect();
     let extra = json!({"source": a.source, "reached": reached, "weighted": g.meta().weighted,
         "max_distance": far.iter().copied().fold(0.0, f64::max)});
     report(&a.common, &g, "sssp", secs, load, extra, top)?;
@@ -159,7 +170,8 @@ pub(super) fn run_spmv(a: SpmvArgs) -> anyhow::Result<ExitCode> {
     drop(progress);
     write_f64(&a.common, &g, &y)?;
     let top = top_f64(&a.common, &g, &y);
-    let extra = json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": y.iter().sum::<f64>()});
+    let extra =
+        json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": y.iter().sum::<f64>()});
     report(&a.common, &g, "spmv", secs, load, extra, top)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -210,7 +222,10 @@ pub(super) fn run_ldbc(a: LdbcArgs) -> anyhow::Result<ExitCode> {
         None => (std::env::temp_dir().join(format!("sluice-ldbc-{}", std::process::id())), true),
     };
     let make = || -> Result<sluice_io::Pipeline, sluice_graph::Error> {
-        let b = a.pipeline.builder(&budget).map_err(|e| sluice_graph::Error::Config(format!("{e:#}")))?;
+        let b = a
+            .pipeline
+            .builder(&budget)
+            .map_err(|e| sluice_graph::Error::Config(format!("{e:#}")))?;
         Ok(b.build()?)
     };
     let result = ldbc::run(&a.properties, &dir, &make, &budget);
@@ -230,13 +245,22 @@ pub(super) fn run_ldbc(a: LdbcArgs) -> anyhow::Result<ExitCode> {
                     "first_mismatches": o.report.as_ref().map(|r| r.first.clone())})
             })
             .collect();
-        say!("{}", serde_json::to_string_pretty(&json!({"command": "graph ldbc", "properties": a.properties, "ok": ok, "algorithms": list}))?);
+        say!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"command": "graph ldbc", "properties": a.properties, "ok": ok, "algorithms": list})
+            )?
+        );
     } else {
         for o in &outcomes {
             let verdict = match &o.report {
                 None => "no reference".to_string(),
-                Some(r) if r.ok() => format!("ok ({} vertices, {})", r.expected_vertices, rule_name(r.rule)),
-                Some(r) => format!("FAIL: {} mismatches, first: {}", r.mismatches, r.first.join("; ")),
+                Some(r) if r.ok() => {
+                    format!("ok ({} vertices, {})", r.expected_vertices, rule_name(r.rule))
+                }
+                Some(r) => {
+                    format!("FAIL: {} mismatches, first: {}", r.mismatches, r.first.join("; "))
+                }
             };
             say!("{:<5} {:<28} {:>9.4} s  {verdict}", o.algorithm.name(), o.parameters, o.seconds);
         }
