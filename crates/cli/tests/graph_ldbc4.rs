@@ -49,7 +49,9 @@ fn properties(path: &Path) -> HashMap<String, String> {
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().splitn(3, '.').nth(2).unwrap_or(k).to_string(), v.trim().to_string()))
+        .map(|(k, v)| {
+            (k.trim().splitn(3, '.').nth(2).unwrap_or(k).to_string(), v.trim().to_string())
+        })
         .collect()
 }
 
@@ -73,19 +75,39 @@ fn all_six_algorithms_pass_every_ldbc_validation_graph() {
         let props_path = dir.join(format!("{name}.properties"));
         let p = properties(&props_path);
         let store = tmp.path().join(format!("{name}.grid"));
-        ok(sluice(["graph", "import", "--format", "ldbc", "-o", store.to_str().unwrap(), props_path.to_str().unwrap()]));
-        for (alg, suffix) in [("bfs", "BFS"), ("pr", "PR"), ("wcc", "WCC"), ("cdlp", "CDLP"), ("lcc", "LCC"), ("sssp", "SSSP")] {
+        ok(sluice([
+            "graph",
+            "import",
+            "--format",
+            "ldbc",
+            "-o",
+            store.to_str().unwrap(),
+            props_path.to_str().unwrap(),
+        ]));
+        for (alg, suffix) in [
+            ("bfs", "BFS"),
+            ("pr", "PR"),
+            ("wcc", "WCC"),
+            ("cdlp", "CDLP"),
+            ("lcc", "LCC"),
+            ("sssp", "SSSP"),
+        ] {
             let expected = dir.join(format!("{name}-{suffix}"));
             if !expected.is_file() {
                 continue;
             }
             outputs += 1;
             for mode in ["stream", "in-memory", "npy"] {
-                let out = tmp.path().join(format!("{name}-{alg}-{mode}{}", if mode == "npy" { ".npy" } else { "" }));
+                let out = tmp.path().join(format!(
+                    "{name}-{alg}-{mode}{}",
+                    if mode == "npy" { ".npy" } else { "" }
+                ));
                 let mut args: Vec<String> = vec!["graph".into()];
                 let param = |k: &str| p[k].clone();
                 match alg {
-                    "bfs" => args.extend(["bfs".into(), "--source".into(), param("bfs.source-vertex")]),
+                    "bfs" => {
+                        args.extend(["bfs".into(), "--source".into(), param("bfs.source-vertex")])
+                    }
                     "pr" => args.extend([
                         "pagerank".into(),
                         "--iterations".into(),
@@ -93,16 +115,33 @@ fn all_six_algorithms_pass_every_ldbc_validation_graph() {
                         "--damping".into(),
                         param("pr.damping-factor"),
                     ]),
-                    "cdlp" => args.extend(["cdlp".into(), "--iterations".into(), param("cdlp.max-iterations")]),
-                    "sssp" => args.extend(["sssp".into(), "--source".into(), param("sssp.source-vertex")]),
+                    "cdlp" => args.extend([
+                        "cdlp".into(),
+                        "--iterations".into(),
+                        param("cdlp.max-iterations"),
+                    ]),
+                    "sssp" => {
+                        args.extend(["sssp".into(), "--source".into(), param("sssp.source-vertex")])
+                    }
                     other => args.push(other.into()),
                 }
-                args.extend([store.to_string_lossy().into(), "-o".into(), out.to_string_lossy().into()]);
+                args.extend([
+                    store.to_string_lossy().into(),
+                    "-o".into(),
+                    out.to_string_lossy().into(),
+                ]);
                 if mode == "in-memory" {
                     args.push("--in-memory".into());
                 }
                 ok(sluice(&args));
-                let v = sluice(["graph", "validate", out.to_str().unwrap(), expected.to_str().unwrap(), "--algorithm", alg]);
+                let v = sluice([
+                    "graph",
+                    "validate",
+                    out.to_str().unwrap(),
+                    expected.to_str().unwrap(),
+                    "--algorithm",
+                    alg,
+                ]);
                 if !v.status.success() {
                     failures.push(format!("{name} {alg} {mode}: {}", text(&v)));
                 }
@@ -121,30 +160,83 @@ fn sssp_writes_infinity_and_the_validator_is_strict() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = root.join("example-directed");
     let store = tmp.path().join("g.grid");
-    ok(sluice(["graph", "import", "--format", "ldbc", "-o", store.to_str().unwrap(), dir.join("example-directed.properties").to_str().unwrap()]));
+    ok(sluice([
+        "graph",
+        "import",
+        "--format",
+        "ldbc",
+        "-o",
+        store.to_str().unwrap(),
+        dir.join("example-directed.properties").to_str().unwrap(),
+    ]));
     let out = tmp.path().join("sssp.txt");
-    ok(sluice(["graph", "sssp", store.to_str().unwrap(), "--source", "1", "-o", out.to_str().unwrap()]));
+    ok(sluice([
+        "graph",
+        "sssp",
+        store.to_str().unwrap(),
+        "--source",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]));
     let t = std::fs::read_to_string(&out).unwrap();
     assert!(t.lines().any(|l| l == "2 infinity"), "{t}");
     // A wrong iteration count or a changed value fails (exit 1) and names the vertex.
     let cdlp = tmp.path().join("cdlp.txt");
-    ok(sluice(["graph", "cdlp", store.to_str().unwrap(), "--iterations", "3", "-o", cdlp.to_str().unwrap()]));
-    let v = sluice(["graph", "validate", cdlp.to_str().unwrap(), dir.join("example-directed-CDLP").to_str().unwrap(), "--algorithm", "cdlp"]);
+    ok(sluice([
+        "graph",
+        "cdlp",
+        store.to_str().unwrap(),
+        "--iterations",
+        "3",
+        "-o",
+        cdlp.to_str().unwrap(),
+    ]));
+    let v = sluice([
+        "graph",
+        "validate",
+        cdlp.to_str().unwrap(),
+        dir.join("example-directed-CDLP").to_str().unwrap(),
+        "--algorithm",
+        "cdlp",
+    ]);
     assert_eq!(v.status.code(), Some(1), "{}", text(&v));
     assert!(text(&v).contains("FAIL") && text(&v).contains("vertex"), "{}", text(&v));
     let wrong = tmp.path().join("wrong.txt");
     std::fs::write(&wrong, t.replace("2 infinity", "2 1.79769e308")).unwrap();
-    let v = sluice(["graph", "validate", wrong.to_str().unwrap(), dir.join("example-directed-SSSP").to_str().unwrap(), "--algorithm", "sssp"]);
+    let v = sluice([
+        "graph",
+        "validate",
+        wrong.to_str().unwrap(),
+        dir.join("example-directed-SSSP").to_str().unwrap(),
+        "--algorithm",
+        "sssp",
+    ]);
     assert_eq!(v.status.code(), Some(1), "{}", text(&v));
     assert!(text(&v).contains("vertex 2:"), "{}", text(&v));
     // Coverage: a missing vertex fails; a line that is not `id value` is an input error.
     let short: String = t.lines().skip(1).map(|l| format!("{l}\n")).collect();
     std::fs::write(&wrong, short).unwrap();
-    let v = sluice(["graph", "validate", wrong.to_str().unwrap(), dir.join("example-directed-SSSP").to_str().unwrap(), "--algorithm", "sssp", "--json"]);
+    let v = sluice([
+        "graph",
+        "validate",
+        wrong.to_str().unwrap(),
+        dir.join("example-directed-SSSP").to_str().unwrap(),
+        "--algorithm",
+        "sssp",
+        "--json",
+    ]);
     assert_eq!(v.status.code(), Some(1));
     assert!(text(&v).contains("not in the output"), "{}", text(&v));
     std::fs::write(&wrong, "1 0\n2 zero\n").unwrap();
-    let v = sluice(["graph", "validate", wrong.to_str().unwrap(), dir.join("example-directed-SSSP").to_str().unwrap(), "--algorithm", "sssp"]);
+    let v = sluice([
+        "graph",
+        "validate",
+        wrong.to_str().unwrap(),
+        dir.join("example-directed-SSSP").to_str().unwrap(),
+        "--algorithm",
+        "sssp",
+    ]);
     assert_error(&v, &["wrong.txt:2", "not a number"]);
 }
 
@@ -152,11 +244,25 @@ fn sssp_writes_infinity_and_the_validator_is_strict() {
 fn validate_follows_the_ldbc_rule_examples() {
     let Some(root) = ldbc_root() else { return };
     let dir = root.join("validation-rule-examples");
-    for (alg, stem) in [("bfs", "exact"), ("cdlp", "exact"), ("wcc", "equivalence"), ("sssp", "epsilon"), ("lcc", "epsilon"), ("spmv", "epsilon")] {
+    for (alg, stem) in [
+        ("bfs", "exact"),
+        ("cdlp", "exact"),
+        ("wcc", "equivalence"),
+        ("sssp", "epsilon"),
+        ("lcc", "epsilon"),
+        ("spmv", "epsilon"),
+    ] {
         let exp = dir.join(format!("{stem}_expected.csv"));
         for (i, want) in [(1, 0), (2, 1)] {
             let act = dir.join(format!("{stem}_actual{i}.csv"));
-            let v = sluice(["graph", "validate", act.to_str().unwrap(), exp.to_str().unwrap(), "--algorithm", alg]);
+            let v = sluice([
+                "graph",
+                "validate",
+                act.to_str().unwrap(),
+                exp.to_str().unwrap(),
+                "--algorithm",
+                alg,
+            ]);
             assert_eq!(v.status.code(), Some(want), "{alg} {stem} actual{i}: {}", text(&v));
         }
     }
@@ -170,7 +276,14 @@ fn ldbc_driver_runs_and_validates_every_graph() {
     for (name, dir) in graph_dirs(&root) {
         let props = dir.join(format!("{name}.properties"));
         let out_dir = tmp.path().join(&name);
-        let o = ok(sluice(["graph", "ldbc", props.to_str().unwrap(), "--output-dir", out_dir.to_str().unwrap(), "--json"]));
+        let o = ok(sluice([
+            "graph",
+            "ldbc",
+            props.to_str().unwrap(),
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ]));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["ok"], true, "{v}");
         for a in v["algorithms"].as_array().unwrap() {
@@ -191,7 +304,11 @@ fn ldbc_driver_runs_and_validates_every_graph() {
     let refp = copy.join("test-cdlp-directed-CDLP");
     let t = std::fs::read_to_string(&refp).unwrap();
     let first = t.lines().next().unwrap().split(' ').next().unwrap().to_string();
-    let changed: String = t.lines().enumerate().map(|(i, l)| if i == 0 { format!("{first} 999\n") } else { format!("{l}\n") }).collect();
+    let changed: String = t
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { format!("{first} 999\n") } else { format!("{l}\n") })
+        .collect();
     std::fs::write(&refp, changed).unwrap();
     let o = sluice(["graph", "ldbc", copy.join("test-cdlp-directed.properties").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -212,12 +329,25 @@ fn import_snap(dir: &Path, name: &str, body: &str, extra: &[&str]) -> (Output, P
 fn spmv_on_a_small_weighted_graph() {
     let tmp = tempfile::tempdir().unwrap();
     // Edges 10→20 (2), 10→30 (0.5), 20→30 (1), 30→10 (4), duplicate 10→20 (1); vertex 40 isolated.
-    let (o, store) = import_snap(tmp.path(), "w.txt", "10 20 2\n10 30 0.5\n20 30 1\n30 10 4\n10 20 1\n40 40 0\n", &["--directed"]);
+    let (o, store) = import_snap(
+        tmp.path(),
+        "w.txt",
+        "10 20 2\n10 30 0.5\n20 30 1\n30 10 4\n10 20 1\n40 40 0\n",
+        &["--directed"],
+    );
     ok(o);
     let x = tmp.path().join("x.txt");
     std::fs::write(&x, "10 1\n20 -2\n30 0.25\n").unwrap(); // 40 missing: x = 0
     let y = tmp.path().join("y.txt");
-    ok(sluice(["graph", "spmv", store.to_str().unwrap(), "--vector", x.to_str().unwrap(), "-o", y.to_str().unwrap()]));
+    ok(sluice([
+        "graph",
+        "spmv",
+        store.to_str().unwrap(),
+        "--vector",
+        x.to_str().unwrap(),
+        "-o",
+        y.to_str().unwrap(),
+    ]));
     let got: HashMap<u64, f64> = std::fs::read_to_string(&y)
         .unwrap()
         .lines()
@@ -230,10 +360,34 @@ fn spmv_on_a_small_weighted_graph() {
     assert_eq!(got, HashMap::from([(10, 1.0), (20, 3.0), (30, -1.5), (40, 0.0)]));
     // The .npy output reads back as a vector: A^T y from y.npy equals A^T y from y.txt.
     let ynpy = tmp.path().join("y.npy");
-    ok(sluice(["graph", "spmv", store.to_str().unwrap(), "--vector", x.to_str().unwrap(), "-o", ynpy.to_str().unwrap()]));
+    ok(sluice([
+        "graph",
+        "spmv",
+        store.to_str().unwrap(),
+        "--vector",
+        x.to_str().unwrap(),
+        "-o",
+        ynpy.to_str().unwrap(),
+    ]));
     let (w1, w2) = (tmp.path().join("w1.txt"), tmp.path().join("w2.txt"));
-    ok(sluice(["graph", "spmv", store.to_str().unwrap(), "--vector", ynpy.to_str().unwrap(), "-o", w1.to_str().unwrap()]));
-    ok(sluice(["graph", "spmv", store.to_str().unwrap(), "--vector", y.to_str().unwrap(), "-o", w2.to_str().unwrap()]));
+    ok(sluice([
+        "graph",
+        "spmv",
+        store.to_str().unwrap(),
+        "--vector",
+        ynpy.to_str().unwrap(),
+        "-o",
+        w1.to_str().unwrap(),
+    ]));
+    ok(sluice([
+        "graph",
+        "spmv",
+        store.to_str().unwrap(),
+        "--vector",
+        y.to_str().unwrap(),
+        "-o",
+        w2.to_str().unwrap(),
+    ]));
     assert_eq!(std::fs::read_to_string(&w1).unwrap(), std::fs::read_to_string(&w2).unwrap());
 }
 
@@ -244,7 +398,10 @@ fn bad_input_is_a_clear_error() {
     ok(o);
     let s = store.to_str().unwrap();
     // SSSP: a source that is not a vertex.
-    assert_error(&sluice(["graph", "sssp", s, "--source", "99"]), &["--source", "vertex 99 is not in the graph"]);
+    assert_error(
+        &sluice(["graph", "sssp", s, "--source", "99"]),
+        &["--source", "vertex 99 is not in the graph"],
+    );
     // Negative and NaN weights are refused when the graph is read (SSSP never sees them).
     let (o, _) = import_snap(tmp.path(), "neg.txt", "1 2 0.5\n2 3 -1\n", &["--directed"]);
     assert_error(&o, &["neg.txt:2", "weight"]);
@@ -264,7 +421,10 @@ fn bad_input_is_a_clear_error() {
         let out = sluice(["graph", "spmv", s, "--vector", v.to_str().unwrap()]);
         assert_error(&out, &[&format!("v.txt:{line}"), msg]);
     }
-    assert_error(&sluice(["graph", "spmv", s, "--vector", "/nonexistent/x.txt"]), &["/nonexistent/x.txt"]);
+    assert_error(
+        &sluice(["graph", "spmv", s, "--vector", "/nonexistent/x.txt"]),
+        &["/nonexistent/x.txt"],
+    );
     // CDLP / LCC on something that is not a store.
     assert_error(&sluice(["graph", "lcc", tmp.path().to_str().unwrap()]), &["meta.json"]);
     // A budget too small for the adjacency lists is a budget error, not a crash.
@@ -280,7 +440,15 @@ fn a_flipped_byte_in_a_grid_is_reported_by_the_adjacency_stream() {
     let props = root.join("example-directed").join("example-directed.properties");
     for file in ["fwd.edges", "rev.edges"] {
         let store = tmp.path().join(format!("{file}.grid"));
-        ok(sluice(["graph", "import", "--format", "ldbc", "-o", store.to_str().unwrap(), props.to_str().unwrap()]));
+        ok(sluice([
+            "graph",
+            "import",
+            "--format",
+            "ldbc",
+            "-o",
+            store.to_str().unwrap(),
+            props.to_str().unwrap(),
+        ]));
         let path = store.join(file);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[5] ^= 0x10;

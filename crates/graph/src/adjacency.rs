@@ -34,8 +34,8 @@ use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, Plan, RecordLayout, Reservation};
 
 use super::{Graph, VertexId, add_stats, block_error, decode};
-use crate::store::EDGE_BYTES;
 use crate::Error;
+use crate::store::EDGE_BYTES;
 
 /// Which neighbours a list holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +106,10 @@ impl Builder {
     fn finish(self, g: &Graph, sets: bool) -> Result<Adjacency, Error> {
         let Builder { first, mut offsets, cursor, mut lists, held, two_runs } = self;
         if cursor.iter().zip(&offsets[1..]).any(|(c, end)| c != end) {
-            return Err(Error::corrupt(g.dir(), "a grid column does not hold the degree arrays' edge counts"));
+            return Err(Error::corrupt(
+                g.dir(),
+                "a grid column does not hold the degree arrays' edge counts",
+            ));
         }
         if two_runs || sets {
             // Both on a directed graph: each list is two sorted runs (in, then out) to merge.
@@ -249,7 +252,10 @@ impl Graph {
     /// The largest [`Graph::adjacency_bytes`] of one partition: what
     /// [`Graph::stream_adjacency`] holds at a time.
     pub fn largest_partition_adjacency(&self, which: Neighbours) -> u64 {
-        (0..self.meta.partitions as usize).map(|p| self.adjacency_bytes(which, p..p + 1)).max().unwrap_or(0)
+        (0..self.meta.partitions as usize)
+            .map(|p| self.adjacency_bytes(which, p..p + 1))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Cuts the partitions into consecutive groups whose lists each fit the budget's free bytes
@@ -275,7 +281,12 @@ impl Graph {
 
     /// The lists of every vertex in partitions `parts`, in memory at once (reserved from the
     /// budget); `sets` makes each list a set (see "Multigraphs").
-    pub fn load_adjacency(&self, which: Neighbours, sets: bool, parts: Range<usize>) -> Result<Adjacency, Error> {
+    pub fn load_adjacency(
+        &self,
+        which: Neighbours,
+        sets: bool,
+        parts: Range<usize>,
+    ) -> Result<Adjacency, Error> {
         let mut out = None;
         self.adjacency_groups(which, sets, std::slice::from_ref(&parts), |a| {
             out = Some(a);
@@ -290,13 +301,15 @@ impl Graph {
     where
         F: FnMut(&Adjacency) -> Result<(), Error>,
     {
-        let groups: Vec<Range<usize>> = (0..self.meta.partitions as usize).map(|p| p..p + 1).collect();
+        let groups: Vec<Range<usize>> =
+            (0..self.meta.partitions as usize).map(|p| p..p + 1).collect();
         self.adjacency_groups(which, sets, &groups, |a| f(&a))
     }
 
     fn builder(&self, which: Neighbours, parts: &Range<usize>) -> Result<Builder, Error> {
         let vs = self.partition_vertices(parts);
-        let held = self.budget.reserve("adjacency lists", self.adjacency_bytes(which, parts.clone()))?;
+        let held =
+            self.budget.reserve("adjacency lists", self.adjacency_bytes(which, parts.clone()))?;
         let mut offsets = Vec::with_capacity(vs.len() + 1);
         offsets.push(0);
         for v in vs.clone() {
@@ -313,7 +326,13 @@ impl Graph {
         })
     }
 
-    fn adjacency_groups<F>(&self, which: Neighbours, sets: bool, groups: &[Range<usize>], mut f: F) -> Result<(), Error>
+    fn adjacency_groups<F>(
+        &self,
+        which: Neighbours,
+        sets: bool,
+        groups: &[Range<usize>],
+        mut f: F,
+    ) -> Result<(), Error>
     where
         F: FnMut(Adjacency) -> Result<(), Error>,
     {
@@ -330,7 +349,15 @@ impl Graph {
                         let (lo, hi) = (idx.offsets[block], idx.offsets[block + 1]);
                         if lo < hi {
                             let (sbase, dbase) = ((sp * psize) as u32, (dp * psize) as u32);
-                            pieces.push(Piece { group, grid, block, sbase, dbase, first_edge: lo, len: (hi - lo) * EDGE_BYTES });
+                            pieces.push(Piece {
+                                group,
+                                grid,
+                                block,
+                                sbase,
+                                dbase,
+                                first_edge: lo,
+                                len: (hi - lo) * EDGE_BYTES,
+                            });
                         }
                     }
                 }
@@ -341,7 +368,10 @@ impl Graph {
         let mut next_group = 0;
         let mut cur: Option<(usize, Builder)> = None;
         // Emits every group before `upto` (the one being built, then any empty ones).
-        let mut emit = |upto: usize, cur: &mut Option<(usize, Builder)>, next_group: &mut usize| -> Result<(), Error> {
+        let mut emit = |upto: usize,
+                        cur: &mut Option<(usize, Builder)>,
+                        next_group: &mut usize|
+         -> Result<(), Error> {
             while *next_group < upto {
                 let b = match cur.take() {
                     Some((g, b)) if g == *next_group => b,
@@ -355,7 +385,10 @@ impl Graph {
             }
             Ok(())
         };
-        let mut open = |group: usize, cur: &mut Option<(usize, Builder)>, next_group: &mut usize| -> Result<(), Error> {
+        let mut open = |group: usize,
+                        cur: &mut Option<(usize, Builder)>,
+                        next_group: &mut usize|
+         -> Result<(), Error> {
             if cur.as_ref().map(|c| c.0) != Some(group) {
                 emit(group, cur, next_group)?;
                 *cur = Some((group, self.builder(which, &groups[group])?));
@@ -377,44 +410,50 @@ impl Graph {
                 }
             }
         } else if !pieces.is_empty() {
-            let mut plan = Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
+            let mut plan =
+                Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
             for x in &pieces {
                 plan.push_extent(&self.grids[x.grid].edges, x.first_edge * EDGE_BYTES, x.len)?;
             }
             let mut failure: Option<Error> = None;
             let mut check: Option<(usize, crc32fast::Hasher, u64)> = None;
-            let stats = self.pipeline.run_ordered(&plan, &DecodeKernel { pieces: &pieces }, |part: Decoded| {
-                if failure.is_some() {
-                    return;
-                }
-                let x = &pieces[part.ext];
-                // Block checksum: the pieces of one block arrive in stream order.
-                let (ext, hasher, done) = check.get_or_insert_with(|| (part.ext, crc32fast::Hasher::new(), 0));
-                if *ext != part.ext {
-                    failure = Some(corrupt(&pieces[*ext]));
-                    return;
-                }
-                hasher.combine(&part.crc);
-                *done += part.len;
-                if *done == x.len {
-                    if let Some((_, h, _)) = check.take() {
-                        if h.finalize() != self.grids[x.grid].index.crcs[x.block] {
-                            failure = Some(corrupt(x));
-                            return;
+            let stats = self.pipeline.run_ordered(
+                &plan,
+                &DecodeKernel { pieces: &pieces },
+                |part: Decoded| {
+                    if failure.is_some() {
+                        return;
+                    }
+                    let x = &pieces[part.ext];
+                    // Block checksum: the pieces of one block arrive in stream order.
+                    let (ext, hasher, done) =
+                        check.get_or_insert_with(|| (part.ext, crc32fast::Hasher::new(), 0));
+                    if *ext != part.ext {
+                        failure = Some(corrupt(&pieces[*ext]));
+                        return;
+                    }
+                    hasher.combine(&part.crc);
+                    *done += part.len;
+                    if *done == x.len {
+                        if let Some((_, h, _)) = check.take() {
+                            if h.finalize() != self.grids[x.grid].index.crcs[x.block] {
+                                failure = Some(corrupt(x));
+                                return;
+                            }
                         }
                     }
-                }
-                let step = open(x.group, &mut cur, &mut next_group).and_then(|()| {
-                    let b = &mut cur.as_mut().ok_or_else(|| corrupt(x))?.1;
-                    match part.pairs.iter().all(|&(d, s)| b.push(d, s)) {
-                        true => Ok(()),
-                        false => Err(corrupt(x)),
+                    let step = open(x.group, &mut cur, &mut next_group).and_then(|()| {
+                        let b = &mut cur.as_mut().ok_or_else(|| corrupt(x))?.1;
+                        match part.pairs.iter().all(|&(d, s)| b.push(d, s)) {
+                            true => Ok(()),
+                            false => Err(corrupt(x)),
+                        }
+                    });
+                    if let Err(e) = step {
+                        failure = Some(e);
                     }
-                });
-                if let Err(e) = step {
-                    failure = Some(e);
-                }
-            })?;
+                },
+            )?;
             if let Some(e) = failure {
                 return Err(e);
             }
@@ -448,9 +487,9 @@ mod tests {
     use sluice_io::{Budget, PipelineBuilder};
 
     use super::Neighbours;
+    use crate::Graph;
     use crate::algo::{cdlp, lcc, spmv, sssp};
     use crate::import::{Format, ImportOptions, import};
-    use crate::Graph;
 
     const IDS: u64 = 150_000;
 
@@ -474,16 +513,28 @@ mod tests {
         let store = dir.join(format!("g{directed}.grid"));
         let mut opts = ImportOptions::new(Format::Snap);
         opts.directed = Some(directed);
-        import(&[input], &store, &opts, &PipelineBuilder::new().build().unwrap(), &Budget::unlimited()).unwrap();
+        import(
+            &[input],
+            &store,
+            &opts,
+            &PipelineBuilder::new().build().unwrap(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
         store
     }
 
     fn open(store: &Path, budget: Budget) -> Graph {
-        Graph::open(store, PipelineBuilder::new().block_size(1 << 16).build().unwrap(), budget).unwrap()
+        Graph::open(store, PipelineBuilder::new().block_size(1 << 16).build().unwrap(), budget)
+            .unwrap()
     }
 
     /// Naive in- and out-lists by dense id (each stored edge once per direction it is stored in).
-    fn naive(g: &Graph, edges: &[(u64, u64, f64)], directed: bool) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    fn naive(
+        g: &Graph,
+        edges: &[(u64, u64, f64)],
+        directed: bool,
+    ) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
         let n = g.num_vertices();
         let (mut ins, mut outs) = (vec![Vec::new(); n], vec![Vec::new(); n]);
         for &(s, d, _) in edges {
@@ -519,14 +570,20 @@ mod tests {
                                 let mut want = match (which, directed) {
                                     (Neighbours::In, _) | (_, false) => ins[v as usize].clone(),
                                     (Neighbours::Out, _) => outs[v as usize].clone(),
-                                    (Neighbours::Both, true) => [&ins[v as usize][..], &outs[v as usize][..]].concat(),
+                                    (Neighbours::Both, true) => {
+                                        [&ins[v as usize][..], &outs[v as usize][..]].concat()
+                                    }
                                 };
                                 want.sort_unstable();
                                 if sets {
                                     want.dedup();
                                     want.retain(|&u| u != v);
                                 }
-                                assert_eq!(adj.of(v), &want[..], "{which:?} sets={sets} v={v} in_memory={in_memory}");
+                                assert_eq!(
+                                    adj.of(v),
+                                    &want[..],
+                                    "{which:?} sets={sets} v={v} in_memory={in_memory}"
+                                );
                                 seen += 1;
                             }
                             Ok(())
@@ -540,12 +597,18 @@ mod tests {
     }
 
     fn naive_lcc(g: &Graph, ins: &[Vec<u32>], outs: &[Vec<u32>]) -> Vec<f64> {
-        let out_sets: Vec<BTreeSet<u32>> = outs.iter().enumerate().map(|(v, l)| l.iter().copied().filter(|&u| u as usize != v).collect()).collect();
+        let out_sets: Vec<BTreeSet<u32>> = outs
+            .iter()
+            .enumerate()
+            .map(|(v, l)| l.iter().copied().filter(|&u| u as usize != v).collect())
+            .collect();
         (0..g.num_vertices())
             .map(|v| {
-                let nv: BTreeSet<u32> = ins[v].iter().chain(&outs[v]).copied().filter(|&u| u as usize != v).collect();
+                let nv: BTreeSet<u32> =
+                    ins[v].iter().chain(&outs[v]).copied().filter(|&u| u as usize != v).collect();
                 let d = nv.len() as f64;
-                let t: usize = nv.iter().map(|&u| out_sets[u as usize].intersection(&nv).count()).sum();
+                let t: usize =
+                    nv.iter().map(|&u| out_sets[u as usize].intersection(&nv).count()).sum();
                 if nv.len() <= 1 { 0.0 } else { t as f64 / (d * (d - 1.0)) }
             })
             .collect()
@@ -557,15 +620,18 @@ mod tests {
             let prev = l.clone();
             for v in 0..ins.len() {
                 let mut hist: BTreeMap<u32, usize> = BTreeMap::new();
-                let votes = if directed { [&ins[v][..], &outs[v][..]].concat() } else { ins[v].clone() };
+                let votes =
+                    if directed { [&ins[v][..], &outs[v][..]].concat() } else { ins[v].clone() };
                 for u in votes {
                     *hist.entry(prev[u as usize]).or_default() += 1;
                 }
                 // BTreeMap iterates labels ascending; keep the first of the largest count.
-                if let Some(best) = hist.iter().fold(None, |b: Option<(u32, usize)>, (&lab, &c)| match b {
-                    Some((_, bc)) if bc >= c => b,
-                    _ => Some((lab, c)),
-                }) {
+                if let Some(best) =
+                    hist.iter().fold(None, |b: Option<(u32, usize)>, (&lab, &c)| match b {
+                        Some((_, bc)) if bc >= c => b,
+                        _ => Some((lab, c)),
+                    })
+                {
                     l[v] = best.0;
                 }
             }
@@ -614,7 +680,8 @@ mod tests {
             // partition's): several windows.
             let probe = open(&store, Budget::new(1 << 40).unwrap());
             let used = (1u64 << 40) - probe.budget().available();
-            let arrays = g.padded_len() as u64 * 12 + (g.padded_len() / 8 * rayon::current_num_threads()) as u64;
+            let arrays = g.padded_len() as u64 * 12
+                + (g.padded_len() / 8 * rayon::current_num_threads()) as u64;
             let headroom = g.largest_partition_adjacency(Neighbours::Both);
             let outs_bytes = g.adjacency_bytes(Neighbours::Out, 0..g.meta().partitions as usize);
             let room = (outs_bytes / 2).max(g.largest_partition_adjacency(Neighbours::Out));
@@ -623,7 +690,9 @@ mod tests {
             {
                 let (_a, _r1) = tight.vertex_array("pairs", 0u64).unwrap();
                 let (_b, _r2) = tight.vertex_array("sizes", 0u32).unwrap();
-                let _r3 = tight.budget().reserve("bitmaps", (g.padded_len() / 8 * rayon::current_num_threads()) as u64);
+                let _r3 = tight
+                    .budget()
+                    .reserve("bitmaps", (g.padded_len() / 8 * rayon::current_num_threads()) as u64);
                 assert!(tight.adjacency_windows(Neighbours::Out, headroom).len() >= 2);
             }
             let want = naive_lcc(&g, &ins, &outs);
@@ -636,7 +705,8 @@ mod tests {
             let root = g.dense_id(0).unwrap();
             let want = naive_sssp(&g, &edges, directed, root);
             assert_eq!(sssp::sssp(&g, root).unwrap(), want);
-            let x: Vec<f64> = (0..g.num_vertices()).map(|v| ((v * 7919) % 13) as f64 - 6.0).collect();
+            let x: Vec<f64> =
+                (0..g.num_vertices()).map(|v| ((v * 7919) % 13) as f64 - 6.0).collect();
             let mut y = vec![0.0; g.num_vertices()];
             for &(s, d, w) in &edges {
                 let (s, d) = (g.dense_id(s).unwrap() as usize, g.dense_id(d).unwrap() as usize);

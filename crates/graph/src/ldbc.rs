@@ -38,9 +38,14 @@ pub fn write_f64(out: &Path, ids: &[u64], values: &[f64]) -> Result<(), Error> {
     if out.extension().is_some_and(|e| e == "npy") {
         return output::write(out, ids, Values::F64(values));
     }
-    let mut f = sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
+    let mut f =
+        sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
     for (id, v) in ids.iter().zip(values) {
-        let r = if *v == f64::INFINITY { writeln!(f, "{id} infinity") } else { writeln!(f, "{id} {v:e}") };
+        let r = if *v == f64::INFINITY {
+            writeln!(f, "{id} infinity")
+        } else {
+            writeln!(f, "{id} {v:e}")
+        };
         r.map_err(|e| Error::io(out, "write failed", e))?;
     }
     f.commit().map_err(|e| Error::io(out, "cannot finish", e))
@@ -48,7 +53,10 @@ pub fn write_f64(out: &Path, ids: &[u64], values: &[f64]) -> Result<(), Error> {
 
 fn num<T: std::str::FromStr>(p: &LdbcProperties, key: &str) -> Result<T, Error> {
     let v = p.get(key)?;
-    v.parse().map_err(|_| Error::Input { path: p.path.clone(), msg: format!("graph.{}.{key} = {v:?} is not a number", p.name) })
+    v.parse().map_err(|_| Error::Input {
+        path: p.path.clone(),
+        msg: format!("graph.{}.{key} = {v:?} is not a number", p.name),
+    })
 }
 
 /// Runs the driver on `properties`, writing the store and the outputs in `out_dir`.
@@ -67,7 +75,11 @@ pub fn run(
         .map(|s| {
             Algorithm::from_name(s).filter(|a| *a != Algorithm::Spmv).ok_or_else(|| Error::Input {
                 path: props.path.clone(),
-                msg: format!("graph.{}.algorithms lists {:?}, not an LDBC algorithm", props.name, s.trim()),
+                msg: format!(
+                    "graph.{}.algorithms lists {:?}, not an LDBC algorithm",
+                    props.name,
+                    s.trim()
+                ),
             })
         })
         .collect::<Result<_, _>>()?;
@@ -91,8 +103,12 @@ pub fn run(
                 format!("source={src}")
             }
             Algorithm::Pr => {
-                let (damping, iterations) = (num(&props, "pr.damping-factor")?, num(&props, "pr.num-iterations")?);
-                let r = pagerank::pagerank(&g, &pagerank::PageRankOptions { iterations, damping, tolerance: None })?;
+                let (damping, iterations) =
+                    (num(&props, "pr.damping-factor")?, num(&props, "pr.num-iterations")?);
+                let r = pagerank::pagerank(
+                    &g,
+                    &pagerank::PageRankOptions { iterations, damping, tolerance: None },
+                )?;
                 write_f64(&out, ids, &r.ranks)?;
                 format!("damping={damping} iterations={iterations}")
             }
@@ -116,9 +132,17 @@ pub fn run(
             }
         };
         let seconds = t.elapsed().as_secs_f64();
-        let reference = Some(props.dir.join(format!("{}-{suffix}", props.name))).filter(|p| p.is_file());
+        let reference =
+            Some(props.dir.join(format!("{}-{suffix}", props.name))).filter(|p| p.is_file());
         let report = reference.as_ref().map(|r| validate::validate(&out, r, alg)).transpose()?;
-        outcomes.push(Outcome { algorithm: alg, parameters, seconds, output: out, reference, report });
+        outcomes.push(Outcome {
+            algorithm: alg,
+            parameters,
+            seconds,
+            output: out,
+            reference,
+            report,
+        });
     }
     Ok(outcomes)
 }

@@ -52,8 +52,15 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm, LDBC's six first.
-    pub const ALL: [Algorithm; 7] =
-        [Algorithm::Bfs, Algorithm::Pr, Algorithm::Wcc, Algorithm::Cdlp, Algorithm::Lcc, Algorithm::Sssp, Algorithm::Spmv];
+    pub const ALL: [Algorithm; 7] = [
+        Algorithm::Bfs,
+        Algorithm::Pr,
+        Algorithm::Wcc,
+        Algorithm::Cdlp,
+        Algorithm::Lcc,
+        Algorithm::Sssp,
+        Algorithm::Spmv,
+    ];
 
     /// The rule LDBC applies (`Algorithm.java`; SpMV: epsilon).
     pub fn rule(self) -> Rule {
@@ -149,7 +156,8 @@ pub fn read_values(path: &Path) -> Result<Values, Error> {
             read_npy(f, fi, &bytes, &mut entries)?;
             continue;
         }
-        let text = String::from_utf8(bytes).map_err(|_| Error::Input { path: f.clone(), msg: "not UTF-8 text".into() })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::Input { path: f.clone(), msg: "not UTF-8 text".into() })?;
         for (i, line) in text.lines().enumerate() {
             let line_no = i as u64 + 1;
             let l = line.trim();
@@ -158,7 +166,11 @@ pub fn read_values(path: &Path) -> Result<Values, Error> {
             }
             let mut it = l.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty());
             let (Some(id), Some(value), None) = (it.next(), it.next(), it.next()) else {
-                return Err(Error::Parse { path: f.clone(), line: line_no, msg: format!("expected `id value`, found {l:?}") });
+                return Err(Error::Parse {
+                    path: f.clone(),
+                    line: line_no,
+                    msg: format!("expected `id value`, found {l:?}"),
+                });
             };
             let id = id.parse::<u64>().map_err(|_| Error::Parse {
                 path: f.clone(),
@@ -173,13 +185,19 @@ pub fn read_values(path: &Path) -> Result<Values, Error> {
 
 /// The `.npy` of `sluice graph ... -o OUT.npy`: records of `id <u8` and `value <f8 | <i8`.
 fn read_npy(path: &Path, fi: usize, bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), Error> {
-    let bad = |msg: &str| Error::Input { path: path.to_path_buf(), msg: format!("unsupported .npy: {msg}") };
+    let bad = |msg: &str| Error::Input {
+        path: path.to_path_buf(),
+        msg: format!("unsupported .npy: {msg}"),
+    };
     let (hlen, start) = match bytes.get(6) {
         Some(1) if bytes.len() >= 10 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        Some(2 | 3) if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        Some(2 | 3) if bytes.len() >= 12 => {
+            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+        }
         _ => return Err(bad("header")),
     };
-    let header = bytes.get(start..start + hlen).map(String::from_utf8_lossy).ok_or_else(|| bad("header"))?;
+    let header =
+        bytes.get(start..start + hlen).map(String::from_utf8_lossy).ok_or_else(|| bad("header"))?;
     let h: String = header.chars().filter(|c| !c.is_whitespace()).collect();
     let float = if h.contains("('id','<u8'),('value','<f8')") {
         true
@@ -198,7 +216,11 @@ fn read_npy(path: &Path, fi: usize, bytes: &[u8], out: &mut Vec<Entry>) -> Resul
     for (i, r) in data.chunks_exact(16).enumerate() {
         let id = u64::from_le_bytes(r[..8].try_into().unwrap_or([0; 8]));
         let raw: [u8; 8] = r[8..].try_into().unwrap_or([0; 8]);
-        let value = if float { format!("{:?}", f64::from_le_bytes(raw)) } else { i64::from_le_bytes(raw).to_string() };
+        let value = if float {
+            format!("{:?}", f64::from_le_bytes(raw))
+        } else {
+            i64::from_le_bytes(raw).to_string()
+        };
         out.push(Entry { id, value, file: fi, line: i as u64 + 1 });
     }
     Ok(())
@@ -235,7 +257,8 @@ pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Repor
     let act = read_values(actual)?;
     let exp = read_values(reference)?;
     let rule = alg.rule();
-    let mut rep = Report { rule, expected_vertices: 0, actual_vertices: 0, mismatches: 0, first: Vec::new() };
+    let mut rep =
+        Report { rule, expected_vertices: 0, actual_vertices: 0, mismatches: 0, first: Vec::new() };
     let fail = |rep: &mut Report, msg: String| {
         rep.mismatches += 1;
         if rep.first.len() < SHOWN {
@@ -246,7 +269,9 @@ pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Repor
     let mut expected: HashMap<u64, usize> = HashMap::with_capacity(exp.entries.len());
     for (i, e) in exp.entries.iter().enumerate() {
         if expected.insert(e.id, i).is_some() {
-            return Err(exp.parse_error(e, format!("vertex {} appears twice in the reference", e.id)));
+            return Err(
+                exp.parse_error(e, format!("vertex {} appears twice in the reference", e.id))
+            );
         }
     }
     rep.expected_vertices = expected.len();
@@ -266,7 +291,9 @@ pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Repor
         match rule {
             Rule::Exact | Rule::Equivalence => {
                 let int = |v: &Values, x: &Entry| {
-                    x.value.parse::<i128>().map_err(|_| v.parse_error(x, format!("value {:?} is not an integer", x.value)))
+                    x.value.parse::<i128>().map_err(|_| {
+                        v.parse_error(x, format!("value {:?} is not an integer", x.value))
+                    })
                 };
                 let (av, ev) = (int(&act, a)?, int(&exp, e)?);
                 if rule == Rule::Exact {
@@ -277,19 +304,28 @@ pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Repor
                     let f = *labels_fwd.entry(av).or_insert(ev);
                     let b = *labels_back.entry(ev).or_insert(av);
                     if f != ev || b != av {
-                        fail(&mut rep, format!(
-                            "vertex {}: label {av} (expected label {ev}) — output label {av} also stands for expected {f}, expected {ev} also for output {b}",
-                            a.id
-                        ));
+                        fail(
+                            &mut rep,
+                            format!(
+                                "vertex {}: label {av} (expected label {ev}) — output label {av} also stands for expected {f}, expected {ev} also for output {b}",
+                                a.id
+                            ),
+                        );
                     }
                 }
             }
             Rule::Epsilon => {
                 let float = |v: &Values, x: &Entry| {
-                    parse_f64(&x.value).ok_or_else(|| v.parse_error(x, format!("value {:?} is not a number", x.value)))
+                    parse_f64(&x.value).ok_or_else(|| {
+                        v.parse_error(x, format!("value {:?} is not a number", x.value))
+                    })
                 };
                 let (s, r) = (float(&act, a)?, float(&exp, e)?);
-                let ok = if r.is_infinite() || s.is_infinite() { r == s } else { (r - s).abs() <= EPSILON * r.abs() };
+                let ok = if r.is_infinite() || s.is_infinite() {
+                    r == s
+                } else {
+                    (r - s).abs() <= EPSILON * r.abs()
+                };
                 if !ok {
                     fail(&mut rep, format!("vertex {}: {s:e}, expected {r:e}", a.id));
                 }
@@ -297,7 +333,8 @@ pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Repor
         }
     }
     rep.actual_vertices = seen.len();
-    let mut missing: Vec<u64> = expected.keys().filter(|id| !seen.contains_key(id)).copied().collect();
+    let mut missing: Vec<u64> =
+        expected.keys().filter(|id| !seen.contains_key(id)).copied().collect();
     missing.sort_unstable();
     for id in missing {
         fail(&mut rep, format!("vertex {id}: in the reference, not in the output"));

@@ -34,7 +34,10 @@ impl EdgeKernel for Product<'_> {
 pub fn spmv(g: &Graph, x: &[f64]) -> Result<Vec<f64>, Error> {
     let n = g.num_vertices();
     if x.len() != n {
-        return Err(Error::Config(format!("the vector has {} entries, the graph {n} vertices", x.len())));
+        return Err(Error::Config(format!(
+            "the vector has {} entries, the graph {n} vertices",
+            x.len()
+        )));
     }
     let (mut xs, _r1) = g.vertex_array("spmv input vector", 0.0f64)?;
     xs[..n].copy_from_slice(x);

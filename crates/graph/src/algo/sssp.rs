@@ -49,7 +49,10 @@ pub fn sssp(g: &Graph, root: VertexId) -> Result<Vec<f64>, Error> {
     let n = g.num_vertices();
     let (mut dist, _r1) = g.vertex_array("sssp distances", f64::INFINITY)?;
     let (mut prev, _r2) = g.vertex_array("sssp previous distances", f64::INFINITY)?;
-    *dist.get_mut(root as usize).filter(|_| (root as usize) < n).ok_or(Error::NoSuchVertex { id: root as u64 })? = 0.0;
+    *dist
+        .get_mut(root as usize)
+        .filter(|_| (root as usize) < n)
+        .ok_or(Error::NoSuchVertex { id: root as u64 })? = 0.0;
     let bad_weight = AtomicBool::new(false);
     let mut frontier = VertexSet::single(g, root);
     while !frontier.is_empty() {
@@ -57,7 +60,10 @@ pub fn sssp(g: &Graph, root: VertexId) -> Result<Vec<f64>, Error> {
         let k = Relax { prev: &prev, frontier: &frontier, bad_weight: &bad_weight };
         frontier = g.stream_edges(&k, &frontier, Direction::Out, &mut dist)?;
         if bad_weight.load(Relaxed) {
-            return Err(Error::Input { path: g.dir().to_path_buf(), msg: "an edge weight is negative or not a finite number".into() });
+            return Err(Error::Input {
+                path: g.dir().to_path_buf(),
+                msg: "an edge weight is negative or not a finite number".into(),
+            });
         }
     }
     dist.truncate(n);
