@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "bench" / "out"
+LOADAVG_AT_START = os.getloadavg()
 GiB = 1 << 30
 MiB = 1 << 20
 
@@ -231,7 +232,7 @@ def environment(extra: dict | None = None) -> dict:
         "kernel": platform.release(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "loadavg_start": os.getloadavg(),
+        "loadavg_start": LOADAVG_AT_START,
     }
     try:
         with open("/proc/meminfo") as f:
