@@ -7,8 +7,8 @@
 //! A pass over the in-lists and one over the out-lists (sets) build, per undirected pair, one
 //! entry in the list of its lower-ranked end (rank: stored degree, then id) tagged with that
 //! count; each triangle {a < b < c} is then found once, from a's marked list and b's list, in
-//! O(m^1.5) work however skewed the degrees. Vertices are renumbered by rank first, so the hubs' entries cluster in
-//! cache. Memory: 4 bytes per stored out-edge plus 40 per vertex, and per thread 9 more per
+//! O(m^1.5) work however skewed the degrees. Vertices are renumbered by rank first, so the hubs'
+//! entries cluster in cache. Memory: 4 bytes per stored out-edge plus 40 per vertex, and per thread 9 more per
 //! vertex (marks, t), beside [`Graph::open`]'s.
 //!
 //! Out of core (when that does not fit the budget): the out-lists are cut into windows that fit
