@@ -621,6 +621,7 @@ impl<K: BlockKernel> Shared<'_, K> {
             (Some(b), _) => &b.bytes()[chunk.skip..chunk.skip + chunk.len],
             (None, Some(m)) => {
                 let at = chunk.read_offset as usize;
+                m.populate(at, chunk.len);
                 &m.bytes()[at..at + chunk.len]
             }
             (None, None) => unreachable!("a read without a buffer is of a mapped file"),
