@@ -122,7 +122,9 @@ fn orient(g: &Graph) -> Result<Oriented, Error> {
     let n = g.num_vertices();
     let (ins, outs) = (g.in_degree(), g.out_degree());
     let mut by_rank: Vec<u32> = (0..n as u32).collect();
-    by_rank.par_sort_unstable_by_key(|&v| (u64::from(ins[v as usize]) + u64::from(outs[v as usize]), v));
+    by_rank.par_sort_unstable_by_key(|&v| {
+        (u64::from(ins[v as usize]) + u64::from(outs[v as usize]), v)
+    });
     let mut rank = vec![0u32; n];
     by_rank.iter().enumerate().for_each(|(r, &v)| rank[v as usize] = r as u32);
     drop(by_rank);
@@ -218,7 +220,8 @@ fn lcc_triangles(g: &Graph) -> Result<Option<Vec<f64>>, Error> {
     let o = orient(g)?;
     let size: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
     // One t array per pool thread: no cache line shared between threads on hub vertices.
-    let t: Vec<Vec<AtomicU64>> = (0..threads).map(|_| (0..n).map(|_| AtomicU64::new(0)).collect()).collect();
+    let t: Vec<Vec<AtomicU64>> =
+        (0..threads).map(|_| (0..n).map(|_| AtomicU64::new(0)).collect()).collect();
     let count = |e: u32| 1 + u64::from(e >> 31);
     let id = |e: u32| (e & !TWO) as usize;
     (0..n).into_par_iter().for_each(|a| {
@@ -269,7 +272,11 @@ fn lcc_triangles(g: &Graph) -> Result<Option<Vec<f64>>, Error> {
         });
     });
     let r = |v: usize| o.rank[v] as usize;
-    Ok(Some(finish(n, |v| t.iter().map(|x| x[r(v)].load(Relaxed)).sum(), |v| size[r(v)].load(Relaxed))))
+    Ok(Some(finish(
+        n,
+        |v| t.iter().map(|x| x[r(v)].load(Relaxed)).sum(),
+        |v| size[r(v)].load(Relaxed),
+    )))
 }
 
 /// LCC by windows of out-lists against streamed neighbour sets (any budget that holds one
@@ -315,15 +322,17 @@ mod tests {
     use rand_xoshiro::Xoshiro256PlusPlus;
     use sluice_io::{Budget, PipelineBuilder};
 
-    use crate::import::{Format, ImportOptions, import};
     use crate::Graph;
+    use crate::import::{Format, ImportOptions, import};
 
     #[test]
     fn triangles_match_windows_and_naive() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = Xoshiro256PlusPlus::seed_from_u64(5);
         // Ids skewed towards small values (hubs), spread over ~3 partitions.
-        let id = |r: &mut Xoshiro256PlusPlus| (r.next_u64() % 200_000) * (r.next_u64() % 200_000) / 200_000;
+        let id = |r: &mut Xoshiro256PlusPlus| {
+            (r.next_u64() % 200_000) * (r.next_u64() % 200_000) / 200_000
+        };
         let mut edges: Vec<(u64, u64)> = (0..200_000)
             .map(|i| match i % 3 {
                 0 => (r.next_u64() % 3000, r.next_u64() % 3000), // a dense core: many triangles
@@ -335,13 +344,26 @@ mod tests {
         edges.extend_from_slice(&edges[..5_000].to_vec()); // duplicates
         edges.extend((0..100).map(|i| (i * 7, i * 7))); // self loops
         let input = dir.path().join("g.txt");
-        std::fs::write(&input, edges.iter().map(|(s, d)| format!("{s} {d}\n")).collect::<String>()).unwrap();
+        std::fs::write(&input, edges.iter().map(|(s, d)| format!("{s} {d}\n")).collect::<String>())
+            .unwrap();
         for directed in [true, false] {
             let store = dir.path().join(format!("g{directed}.grid"));
             let mut opts = ImportOptions::new(Format::Snap);
             opts.directed = Some(directed);
-            import(&[input.clone()], &store, &opts, &PipelineBuilder::new().build().unwrap(), &Budget::unlimited()).unwrap();
-            let mut g = Graph::open(&store, PipelineBuilder::new().block_size(1 << 16).build().unwrap(), Budget::unlimited()).unwrap();
+            import(
+                &[input.clone()],
+                &store,
+                &opts,
+                &PipelineBuilder::new().build().unwrap(),
+                &Budget::unlimited(),
+            )
+            .unwrap();
+            let mut g = Graph::open(
+                &store,
+                PipelineBuilder::new().block_size(1 << 16).build().unwrap(),
+                Budget::unlimited(),
+            )
+            .unwrap();
             assert!(g.meta().partitions >= 2, "the test needs several partitions");
             let n = g.num_vertices();
             let mut out: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); n];
@@ -358,7 +380,13 @@ mod tests {
             for (v, l) in out.iter().enumerate() {
                 l.iter().for_each(|&u| _ = nb[u as usize].insert(v as u32));
             }
-            let naive = super::finish(n, |v| nb[v].iter().map(|&u| out[u as usize].intersection(&nb[v]).count() as u64).sum(), |v| nb[v].len() as u32);
+            let naive = super::finish(
+                n,
+                |v| {
+                    nb[v].iter().map(|&u| out[u as usize].intersection(&nb[v]).count() as u64).sum()
+                },
+                |v| nb[v].len() as u32,
+            );
             assert!(naive.iter().filter(|&&x| x > 0.0).count() > 100, "too few triangles to test");
             for in_memory in [false, true] {
                 if in_memory {
@@ -366,7 +394,11 @@ mod tests {
                 }
                 let fast = super::lcc_triangles(&g).unwrap().expect("fits an unlimited budget");
                 assert_eq!(fast, naive, "directed={directed} in_memory={in_memory}");
-                assert_eq!(super::lcc_windowed(&g).unwrap(), naive, "directed={directed} in_memory={in_memory}");
+                assert_eq!(
+                    super::lcc_windowed(&g).unwrap(),
+                    naive,
+                    "directed={directed} in_memory={in_memory}"
+                );
             }
         }
     }
