@@ -8,6 +8,14 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
+REAL = SHARED / "datasets" / "real"
+# The SNAP graphs of shared/datasets/real and whether each is directed (its README).
+REAL_GRAPHS = [
+    ("wiki-Vote/wiki-Vote.txt", True),
+    ("p2p-Gnutella08/p2p-Gnutella08.edgelist", True),
+    ("ca-GrQc/CA-GrQc.txt", False),
+    ("facebook_combined/facebook_combined.txt", False),
+]
 
 
 def sluice_bin() -> str:

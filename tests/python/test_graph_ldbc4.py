@@ -15,18 +15,11 @@ import math
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from conftest import REAL, REAL_GRAPHS as GRAPHS
 
 nx = pytest.importorskip("networkx", reason="skipping: networkx not installed")
 sp = pytest.importorskip("scipy.sparse", reason="skipping: scipy not installed")
 
-REAL = SHARED / "datasets" / "real"
-GRAPHS = [
-    ("wiki-Vote/wiki-Vote.txt", True),
-    ("p2p-Gnutella08/p2p-Gnutella08.edgelist", True),
-    ("ca-GrQc/CA-GrQc.txt", False),
-    ("facebook_combined/facebook_combined.txt", False),
-]
 
 
 def clean_edges(path, directed):
