@@ -58,7 +58,8 @@ use crate::{
 };
 
 /// Default bytes per read. Measured on this machine's virtio disk, cold, IOC engine with
-/// io_uring and O_DIRECT at queue depth 32 (see the table in `pipeline/README.md`).
+/// io_uring and O_DIRECT at queue depth 32, buffers on 2 MiB pages (see `pipeline/README.md`):
+/// 1 MiB reads match fio's 1 MiB QD 32 pass; 512 KiB falls behind, 2 and 4 MiB gain nothing.
 pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 /// Default reads in flight per I/O thread: 32 × 1 MiB keeps a virtio/NVMe queue full (fio
 /// reaches the device's bandwidth at QD 32 with 1 MiB reads; see `pipeline/README.md`).
@@ -70,24 +71,6 @@ pub const DEFAULT_IO_THREADS: usize = 1;
 const MAX_PREAD_THREADS: usize = 64;
 /// Largest block size (a read length must fit io_uring's `u32`).
 pub const MAX_BLOCK_SIZE: usize = 1 << 30;
-
-/// Block size when the caller set none: [`LARGE_BLOCK_SIZE`] when a full pool of them takes at
-/// most a quarter of what the budget has left, else [`DEFAULT_BLOCK_SIZE`]. Measured cold on
-/// this machine's virtio disk (2 GiB, O_DIRECT, QD 32, three alternated rounds with fio 1 MiB
-/// QD 32 at 1.7–2.3 GB/s): 1 MiB blocks 0.82–0.98 GB/s, 4 MiB blocks 1.62–1.71 GB/s. With 1 MiB
-/// reads the IOC path tops out near 900 reads/s, below what fio reaches with the same reads —
-/// larger reads are the stopgap until that per-read cost is found.
-fn default_block_size(s: &Settings, budget: &Budget) -> usize {
-    let buffers = (s.queue_depth * s.io_threads + s.workers) as u64;
-    if buffers.saturating_mul(LARGE_BLOCK_SIZE as u64) <= budget.available() / 4 {
-        LARGE_BLOCK_SIZE
-    } else {
-        DEFAULT_BLOCK_SIZE
-    }
-}
-
-/// The block size chosen when the budget allows it (see [`default_block_size`]).
-pub const LARGE_BLOCK_SIZE: usize = 4 << 20;
 
 /// Settings with every "choose" resolved.
 #[derive(Debug, Clone)]
@@ -735,13 +718,10 @@ where
     F: FnMut(K::Partial),
 {
     let start = Instant::now();
-    let mut s = Settings::resolve(config)?;
+    let s = Settings::resolve(config)?;
     let budget = config.budget.clone().unwrap_or_else(|| {
         Budget::new(crate::memory::default_budget()).unwrap_or_else(|_| Budget::unlimited())
     });
-    if config.block_size == 0 {
-        s.block_size = default_block_size(&s, &budget);
-    }
     let allow_map = s.engine == Engine::Ioc
         && config.mmap
         && std::env::var("SLUICE_NO_MMAP").map_or(true, |v| v != "1");

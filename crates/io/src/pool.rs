@@ -13,10 +13,10 @@
 //! # Threads and costs
 //! `BufPool` is `Send + Sync`. `acquire`/`release` are one lock of [`Queue`] each.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::sync::Arc;
 
 use crate::queue::Queue;
+use crate::sys::AnonRegion;
 
 /// Alignment of every buffer and of every O_DIRECT offset and length.
 pub(crate) const ALIGN: usize = 4096;
@@ -24,8 +24,9 @@ pub(crate) const ALIGN: usize = 4096;
 /// See the module contract.
 #[derive(Debug)]
 pub(crate) struct BufPool {
+    /// Owns the memory (unmapped when the pool drops, after every `PoolBuf` came home).
+    _region: AnonRegion,
     base: *mut u8,
-    layout: Layout,
     buf_size: usize,
     count: usize,
     free: Queue<usize>,
@@ -46,15 +47,11 @@ impl BufPool {
         let total = buf_size
             .checked_mul(count)
             .ok_or_else(|| std::io::Error::other("buffer pool size overflows"))?;
-        let layout = Layout::from_size_align(total, ALIGN).map_err(std::io::Error::other)?;
-        // SAFETY: `layout` has a non-zero size (both factors are non-zero).
-        let base = unsafe { alloc_zeroed(layout) };
-        if base.is_null() {
-            return Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory));
-        }
+        let region = AnonRegion::new(total)?;
+        let base = region.base();
         let free = Queue::new();
         (0..count).for_each(|i| free.push(i));
-        Ok(Arc::new(BufPool { base, layout, buf_size, count, free }))
+        Ok(Arc::new(BufPool { _region: region, base, buf_size, count, free }))
     }
 
     /// A free buffer, waiting for one if needed; `None` once the pool is closed (rule 3).
@@ -78,14 +75,6 @@ impl BufPool {
         // `count * buf_size` bytes.
         let ptr = unsafe { self.base.add(index * self.buf_size) };
         PoolBuf { pool: self.clone(), index, ptr }
-    }
-}
-
-impl Drop for BufPool {
-    fn drop(&mut self) {
-        // SAFETY: `base` came from `alloc_zeroed(self.layout)`; the pool is dropped only when no
-        // `PoolBuf` is left (each holds an `Arc` to it), so nobody uses the bytes any more.
-        unsafe { dealloc(self.base, self.layout) }
     }
 }
 
