@@ -44,6 +44,7 @@ mod plan;
 mod pool;
 mod queue;
 pub mod reference;
+mod resident;
 mod stats;
 mod stitch;
 mod sync_engine;

@@ -49,6 +49,7 @@ use std::time::Instant;
 
 use crate::pool::{ALIGN, BufPool, PoolBuf};
 use crate::queue::Queue;
+use crate::resident::Granules;
 use crate::stitch::{Applied, Assembler, Cut, Fragment, Piece, Pos, SeamRecord, cut};
 use crate::trace::Span;
 use crate::uring::{ReadOp, Ring};
@@ -385,6 +386,8 @@ pub(crate) struct Shared<'a, K: BlockKernel> {
     stream_len: u64,
     pub(crate) map: ChunkMap,
     pub(crate) files: Vec<OpenFile>,
+    /// Per file: when its mapped pages leave the resident set (`None` for a file not mapped).
+    granules: Vec<Option<Granules>>,
     assembler: Assembler,
     next_read: AtomicUsize,
     window: usize,
@@ -728,6 +731,15 @@ where
     let (files, of_extent) = open_files(plan, s.direct, allow_map)?;
     let map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
     let reads = map.total();
+    let granules = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let m = f.map.as_ref()?;
+            let mine = (0..reads).map(|j| map.chunk(j)).filter(|c| c.file == i);
+            Some(Granules::new(m.len() as u64, mine.map(|c| (c.read_offset, c.len as u64))))
+        })
+        .collect();
     let full = match s.engine {
         Engine::Ioc => s.queue_depth * s.io_threads + s.workers,
         Engine::Sync => s.workers,
@@ -748,6 +760,7 @@ where
         stream_len: plan.total_len(),
         map,
         files,
+        granules,
         assembler: Assembler::default(),
         next_read: AtomicUsize::new(0),
         window: 2 * buffers.max(16),
@@ -1010,8 +1023,15 @@ fn worker_thread<K: BlockKernel>(
         let data = shared.data(&chunk, buf.as_ref());
         let result = shared.compute_read(&chunk, data, tx, &mut out);
         match (buf, &shared.files[chunk.file].map) {
-            // Keep the resident set within the budget: this block's pages leave it now.
-            (None, Some(map)) => map.release(chunk.read_offset as usize, chunk.len),
+            // Keep the resident set within the budget: pages leave it a granule at a time, once
+            // every block in the granule is done (resident.rs).
+            (None, Some(map)) => {
+                if let Some(g) = &shared.granules[chunk.file] {
+                    g.finish(chunk.read_offset, chunk.len as u64, |at, len| {
+                        map.release(at as usize, len as usize)
+                    });
+                }
+            }
             (buf, _) => drop(buf),
         }
         let result = result.and_then(|applied| shared.compute_seams(applied, tx, &mut out));

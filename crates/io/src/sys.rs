@@ -11,8 +11,9 @@
 //!    are the page cache's: no copy. The file must not be truncated while it is mapped (a read
 //!    of a page past the new end raises `SIGBUS`, as for every mmap reader, ripgrep included);
 //!    the pipeline maps only files it reads mostly from the page cache, and
-//!    `SLUICE_NO_MMAP=1` turns mapping off. [`Mapping::release`] drops the pages of a finished
-//!    block from the resident set, so a mapped scan's RSS stays near workers × block size.
+//!    `SLUICE_NO_MMAP=1` turns mapping off. [`Mapping::release`] drops the pages of finished
+//!    granules (resident.rs) from the resident set, so a mapped scan's RSS stays near
+//!    (workers + 1) × 8 MiB.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -149,6 +150,11 @@ impl Mapping {
             return Err(std::io::Error::last_os_error());
         }
         Ok(Mapping { addr: addr.cast(), len })
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// The mapped bytes.
