@@ -23,7 +23,7 @@ use crate::trace::Span;
 pub(crate) fn run<K: BlockKernel>(
     shared: &Shared<'_, K>,
     s: &Settings,
-    tx: &mpsc::Sender<Message<K::Partial>>,
+    tx: &mpsc::Sender<Vec<Message<K::Partial>>>,
 ) -> EngineOut {
     let threads = (0..s.workers).map(|w| (worker_tid(w), format!("sluice-sync-{w}"))).collect();
     let outs: Vec<(IoOut, WorkerOut)> = std::thread::scope(|scope| {
@@ -49,7 +49,7 @@ pub(crate) fn run<K: BlockKernel>(
 fn sync_thread<K: BlockKernel>(
     shared: &Shared<'_, K>,
     w: usize,
-    tx: &mpsc::Sender<Message<K::Partial>>,
+    tx: &mpsc::Sender<Vec<Message<K::Partial>>>,
 ) -> (IoOut, WorkerOut) {
     let _guard = PanicGuard { shared, what: "sync" };
     let (mut io, mut out) = (IoOut::default(), WorkerOut::default());
@@ -72,9 +72,11 @@ fn sync_thread<K: BlockKernel>(
             io.page_cache_bytes += n as u64;
         }
         let data = &buf.bytes()[chunk.skip..chunk.skip + chunk.len];
+        let mut outbox = Vec::with_capacity(2);
         let result = shared
-            .compute_read(&chunk, data, tx, &mut out)
-            .and_then(|applied| shared.compute_seams(applied, tx, &mut out));
+            .compute_read(&chunk, data, &mut outbox, &mut out)
+            .and_then(|applied| shared.compute_seams(applied, &mut outbox, &mut out));
+        let _ = tx.send(outbox);
         let t2 = shared.now_ns();
         out.busy_ns += t2 - t1;
         if shared.tracing {
