@@ -23,8 +23,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes per granule: four 2 MiB huge pages. The resident set of a mapped run stays below
-/// `(workers + 1) × GRANULE` plus the blocks being computed on.
+/// Bytes per granule: four 2 MiB huge pages. A granule stays resident until the last read in it
+/// is done, and each worker's run of reads (pipeline.rs, `MAPPED_RUN` × 1 MiB) touches at most
+/// two, so a mapped scan keeps at most `2 × workers` granules resident (32 MiB with 2 workers;
+/// the IOC pool reserved from the budget, unused by mapped reads, is larger).
 pub(crate) const GRANULE: u64 = 8 << 20;
 
 /// Rule 1: per granule, the planned bytes and the finished bytes.

@@ -12,8 +12,8 @@
 //!    of a page past the new end raises `SIGBUS`, as for every mmap reader, ripgrep included);
 //!    the pipeline maps only files it reads mostly from the page cache, and
 //!    `SLUICE_NO_MMAP=1` turns mapping off. [`Mapping::release`] drops the pages of finished
-//!    granules (resident.rs) from the resident set, so a mapped scan's RSS stays near
-//!    (workers + 1) × 8 MiB.
+//!    granules (resident.rs) from the resident set, so a mapped scan's RSS stays within
+//!    2 × workers × 8 MiB.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
