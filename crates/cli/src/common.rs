@@ -97,18 +97,6 @@ impl PipelineArgs {
     }
 }
 
-/// Parses repeated `--hint key=value` into pairs; a hint without `=` is an error.
-pub(crate) fn parse_hints(hints: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    hints
-        .iter()
-        .map(|h| {
-            h.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .with_context(|| format!("hint {h:?} is not key=value"))
-        })
-        .collect()
-}
-
 /// A progress bar on stderr, shown only on a terminal and only once a pass has run for a second.
 /// The pass reports done units through the shared counter.
 pub(crate) struct Progress {

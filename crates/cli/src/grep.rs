@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sluice_kernels::{GrepConfig, Hinted, RecordMatch};
+use sluice_kernels::{GrepConfig, Hinted, RecordMatch, hints};
 
-use crate::common::{PipelineArgs, Progress, parse_hints};
+use crate::common::{PipelineArgs, Progress};
 
 /// Arguments of `sluice grep`.
 #[derive(Debug, clap::Args)]
@@ -62,7 +62,7 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = &args.record_size {
         config.apply_hint("record_size", n).context("--record-size")?;
     }
-    config.apply_hints(&parse_hints(&args.hints)?).context("--hint")?;
+    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
     config.layout()?;
     let budget = args.pipeline.budget()?;
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_io::RunStats;
-use sluice_kernels::{Hinted, StatsConfig, StatsReport};
+use sluice_kernels::{Hinted, StatsConfig, StatsReport, hints};
 
-use crate::common::{PipelineArgs, Progress, parse_hints};
+use crate::common::{PipelineArgs, Progress};
 
 /// Arguments of `sluice stats`.
 #[derive(Debug, clap::Args)]
@@ -58,7 +58,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
             config.apply_hint(key, value)?;
         }
     }
-    config.apply_hints(&parse_hints(&args.hints)?).context("--hint")?;
+    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
     let budget = args.pipeline.budget()?;
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let progress = Progress::start("stats", total, true);

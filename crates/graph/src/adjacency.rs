@@ -33,7 +33,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, Plan, RecordLayout, Reservation};
 
-use super::{Graph, VertexId, add_stats, block_error, decode};
+use super::{Graph, VertexId, block_error, decode};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -468,7 +468,7 @@ impl Graph {
         st.blocks_streamed += pieces.len() as u64;
         st.edges_streamed += edges;
         if let Some(r) = run {
-            add_stats(&mut st.run, &r);
+            st.run.merge(&r);
         }
         Ok(())
     }

@@ -571,14 +571,14 @@ impl Graph {
                 n,
             )?;
             next.part_counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
-            add_stats(&mut st_pass.run, &run);
+            st_pass.run.merge(&run);
         }
         let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         st.passes += 1;
         st.blocks_skipped += st_pass.blocks_skipped;
         st.blocks_streamed += st_pass.blocks_streamed;
         st.edges_streamed += st_pass.edges_streamed;
-        add_stats(&mut st.run, &st_pass.run);
+        st.run.merge(&st_pass.run);
         Ok(next)
     }
 
@@ -717,37 +717,6 @@ type Job<'s, S, V> = (usize, Vec<Vec<(VertexId, V)>>, &'s mut [S], &'s mut [u64]
 
 fn block_error(path: &Path, b: usize, p: usize) -> Error {
     Error::corrupt(path, format!("block ({}, {}) fails its checksum", b % p, b / p))
-}
-
-fn add_stats(acc: &mut RunStats, r: &RunStats) {
-    acc.engine = r.engine.clone();
-    acc.backend = r.backend.clone();
-    acc.fallback_reason = r.fallback_reason.clone();
-    acc.direct = r.direct.clone();
-    if acc.files.is_empty() {
-        acc.files = r.files.clone();
-    }
-    acc.bytes_read += r.bytes_read;
-    acc.seconds += r.seconds;
-    acc.bandwidth_bytes_per_s = acc.bytes_read as f64 / acc.seconds.max(1e-9);
-    acc.block_size = r.block_size;
-    acc.queue_depth = r.queue_depth;
-    let add = |a: &mut Vec<f64>, b: &[f64]| {
-        a.resize(a.len().max(b.len()), 0.0);
-        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-    };
-    add(&mut acc.io_busy_seconds, &r.io_busy_seconds);
-    add(&mut acc.compute_busy_seconds, &r.compute_busy_seconds);
-    acc.blocks_per_worker.resize(acc.blocks_per_worker.len().max(r.blocks_per_worker.len()), 0);
-    acc.blocks_per_worker.iter_mut().zip(&r.blocks_per_worker).for_each(|(x, y)| *x += y);
-    acc.copies.seam_bytes += r.copies.seam_bytes;
-    acc.copies.user_copy_bytes += r.copies.user_copy_bytes;
-    acc.copies.page_cache_bytes += r.copies.page_cache_bytes;
-}
-
-/// Merges a run's figures into `acc` (sums bytes, seconds and busy times).
-pub fn merge_run_stats(acc: &mut RunStats, r: &RunStats) {
-    add_stats(acc, r)
 }
 
 /// One plan extent: adjacent selected blocks of one column of one grid.

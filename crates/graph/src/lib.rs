@@ -43,6 +43,6 @@ pub mod validate;
 mod verify;
 
 pub use engine::adjacency::{Adjacency, Neighbours};
-pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexId, VertexSet, merge_run_stats};
+pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexId, VertexSet};
 pub use error::Error;
 pub use verify::{VerifyReport, verify};

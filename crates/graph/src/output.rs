@@ -41,16 +41,8 @@ pub fn write(out: &Path, ids: &[u64], values: Values<'_>) -> Result<(), Error> {
     let werr = |e| Error::io(out, "write failed", e);
     if out.extension().is_some_and(|e| e == "npy") {
         let vtype = if matches!(values, Values::F64(_)) { "<f8" } else { "<i8" };
-        let mut header = format!(
-            "{{'descr': [('id', '<u8'), ('value', '{vtype}')], 'fortran_order': False, 'shape': ({},), }}",
-            ids.len()
-        );
-        let total = 10 + header.len() + 1;
-        header.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
-        header.push('\n');
-        f.write_all(b"\x93NUMPY\x01\x00").map_err(werr)?;
-        f.write_all(&(header.len() as u16).to_le_bytes()).map_err(werr)?;
-        f.write_all(header.as_bytes()).map_err(werr)?;
+        let descr = format!("[('id', '<u8'), ('value', '{vtype}')]");
+        f.write_all(&sluice_io::npy_header(&descr, &[ids.len() as u64], false)).map_err(werr)?;
         for (i, &id) in ids.iter().enumerate() {
             f.write_all(&id.to_le_bytes()).map_err(werr)?;
             let v: [u8; 8] = match values {

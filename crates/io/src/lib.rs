@@ -54,7 +54,7 @@ mod uring;
 
 pub use error::IoError;
 pub use memory::{Budget, Reservation, parse_size};
-pub use output::OutputFile;
+pub use output::{OutputFile, npy_header};
 pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 pub use plan::{Extent, Plan, RecordLayout};
 pub use stats::{Copies, FileAccess, RunStats};

@@ -97,6 +97,28 @@ fn with_path(e: std::io::Error, path: &Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// A version 1.0 `.npy` header (NumPy's `format.write_array_header_1_0`): magic, version,
+/// length, then the dict padded with spaces and a newline to a multiple of 64 bytes. `descr` is
+/// the Python literal of the dtype, quotes included: `'<f8'`, or a structured dtype such as
+/// `[('id', '<u8'), ('value', '<f8')]`. One writer for every crate that writes `.npy`.
+pub fn npy_header(descr: &str, shape: &[u64], fortran_order: bool) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape_text = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let order = if fortran_order { "True" } else { "False" };
+    let mut dict =
+        format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape_text}, }}");
+    let total = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

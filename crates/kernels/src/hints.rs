@@ -46,6 +46,23 @@ pub fn bad_value(key: &str, value: &str, expected: &str) -> KernelError {
     KernelError::BadOption { key: key.to_string(), reason: format!("{value:?} is not {expected}") }
 }
 
+/// Splits `key=value` strings (as given to `--hint`) into pairs, trimming both sides; a string
+/// without `=` is a [`KernelError::BadOption`] naming it.
+pub fn parse_pairs<S: AsRef<str>>(hints: &[S]) -> Result<Vec<(String, String)>, KernelError> {
+    hints
+        .iter()
+        .map(|h| {
+            let h = h.as_ref();
+            h.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).ok_or_else(
+                || KernelError::BadOption {
+                    key: h.to_string(),
+                    reason: "a hint is key=value".to_string(),
+                },
+            )
+        })
+        .collect()
+}
+
 /// Parses a boolean hint: `true/false`, `yes/no`, `on/off`, `1/0`; an empty value means true
 /// (`--hint count-matches=`).
 pub fn parse_bool(key: &str, value: &str) -> Result<bool, KernelError> {

@@ -356,25 +356,7 @@ pub fn parse_descr(path: &Path, descr: &str) -> Result<Dtype, KernelError> {
 /// Writes a version 1.0 `.npy` header for `dtype` and `shape` (C order), padded as NumPy pads it.
 /// Tests and the demo use it to make inputs.
 pub fn write_header(dtype: Dtype, shape: &[u64], fortran_order: bool) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-    let shape_text = match dims.len() {
-        1 => format!("({},)", dims[0]),
-        _ => format!("({})", dims.join(", ")),
-    };
-    let order = if fortran_order { "True" } else { "False" };
-    let mut dict = format!(
-        "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape_text}, }}",
-        dtype.descr()
-    );
-    // Pad with spaces so that magic + len + dict + '\n' is a multiple of 64.
-    let total = 10 + dict.len() + 1;
-    dict.push_str(&" ".repeat((64 - total % 64) % 64));
-    dict.push('\n');
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-    out.extend_from_slice(dict.as_bytes());
-    out
+    sluice_io::npy_header(&format!("'{}'", dtype.descr()), shape, fortran_order)
 }
 
 #[cfg(test)]
