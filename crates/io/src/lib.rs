@@ -47,7 +47,6 @@ pub mod reference;
 mod resident;
 mod stats;
 mod stitch;
-mod sync_engine;
 mod sys;
 mod trace;
 mod uring;
