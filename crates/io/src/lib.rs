@@ -43,7 +43,6 @@ mod pipeline;
 mod plan;
 mod pool;
 mod queue;
-pub mod reference;
 mod resident;
 mod stats;
 mod stitch;
@@ -244,10 +243,7 @@ impl PipelineBuilder {
     pub fn build(self) -> Result<Pipeline, IoError> {
         let c = &self.config;
         if c.block_size != 0 && (c.block_size % 4096 != 0 || c.block_size > MAX_BLOCK_SIZE) {
-            return Err(IoError::Config(format!(
-                "block size {} is not a multiple of 4096 up to 1 GiB",
-                c.block_size
-            )));
+            return Err(IoError::BlockSize { block_size: c.block_size });
         }
         Ok(Pipeline { config: self.config })
     }

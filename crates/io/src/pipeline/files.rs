@@ -68,8 +68,8 @@ pub(super) fn open_files(
         let cached_fraction =
             known.then(|| if planned == 0 { 1.0 } else { cached as f64 / planned as f64 });
         let (want_direct, why) = match (mode, cached_fraction) {
-            (DirectMode::Never, _) => (false, "--direct never".to_string()),
-            (DirectMode::Always, _) => (true, "--direct always".to_string()),
+            (DirectMode::Never, _) => (false, "direct mode never".to_string()),
+            (DirectMode::Always, _) => (true, "direct mode always".to_string()),
             (DirectMode::Auto, Some(f)) if f > CACHED_FOR_BUFFERED => {
                 (false, format!("{:.0}% in the page cache", f * 100.0))
             }

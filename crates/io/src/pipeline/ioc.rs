@@ -267,8 +267,11 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
                 submitted_ns: now,
             };
             if ring.push(op).is_err() {
-                shared
-                    .fail(IoError::Config(format!("cannot queue a {}-byte read", chunk.read_len)));
+                shared.fail(IoError::Submit {
+                    path: shared.files[chunk.file].path.clone(),
+                    offset: chunk.read_offset,
+                    len: chunk.read_len,
+                });
                 break 'run;
             }
             busy_since.get_or_insert(now);
@@ -317,8 +320,11 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
                 shared.filled.push(Filled { chunk, buf: Some(op.buf), run: 1 });
             } else if n == 0 || (file.direct && op.done % ALIGN != 0) || op.done >= op.len {
                 shared.fail(shared.short_read(&chunk, op.offset + op.done as u64));
-            } else if ring.push(op).is_err() {
-                shared.fail(IoError::Config("cannot requeue a short read".into()));
+            } else {
+                let (offset, len) = (op.offset + op.done as u64, op.len - op.done);
+                if ring.push(op).is_err() {
+                    shared.fail(IoError::Submit { path: file.path.clone(), offset, len });
+                }
             }
         }
         if ring.inflight() == 0 {

@@ -5,6 +5,9 @@ use crate::{Backend, Config, DirectMode, Engine, IoError};
 
 use super::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 
+/// Most reads in flight per I/O thread.
+const MAX_QUEUE_DEPTH: usize = 4096;
+
 /// Settings with every "choose" resolved.
 #[derive(Debug, Clone)]
 pub(super) struct Settings {
@@ -25,11 +28,11 @@ impl Settings {
         let inject = match config.inject_read_error {
             Some(at) => Some(at),
             None => match std::env::var("SLUICE_INJECT_READ_ERROR") {
-                Ok(text) => Some(text.trim().parse::<u64>().map_err(|_| {
-                    IoError::Config(format!(
-                        "SLUICE_INJECT_READ_ERROR={text:?} is not a byte offset"
-                    ))
-                })?),
+                Ok(text) => Some(
+                    text.trim()
+                        .parse::<u64>()
+                        .map_err(|_| IoError::InjectOffset { value: text.clone() })?,
+                ),
                 Err(_) => None,
             },
         };
@@ -44,13 +47,10 @@ impl Settings {
             inject,
         };
         if s.block_size % ALIGN != 0 || s.block_size > MAX_BLOCK_SIZE {
-            return Err(IoError::Config(format!(
-                "block size {} is not a multiple of 4096 up to 1 GiB",
-                s.block_size
-            )));
+            return Err(IoError::BlockSize { block_size: s.block_size });
         }
-        if s.queue_depth > 4096 {
-            return Err(IoError::Config(format!("queue depth {} is over 4096", s.queue_depth)));
+        if s.queue_depth > MAX_QUEUE_DEPTH {
+            return Err(IoError::QueueDepth { depth: s.queue_depth, max: MAX_QUEUE_DEPTH });
         }
         Ok(s)
     }
