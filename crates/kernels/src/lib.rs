@@ -32,8 +32,8 @@
 //!
 //! let config = StatsConfig::from_hints(&[("dtype", "f64")]).unwrap();
 //! let report = stats::stats(&raw, &config, &pipeline, &budget).unwrap();
-//! assert_eq!((report.count, report.nan_count), (4, 1));
-//! assert_eq!(report.mean.unwrap().as_f64(), 8.0 / 3.0);
+//! assert_eq!((report.figures.count, report.figures.nan_count), (4, 1));
+//! assert_eq!(report.figures.mean.unwrap().as_f64(), 8.0 / 3.0);
 //!
 //! let text = dir.path().join("t.txt");
 //! std::fs::write(&text, "apple\nbanana\ncherry\n").unwrap();

@@ -6,7 +6,13 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use sluice_io::{Backend, DirectMode, Engine, PipelineBuilder};
 
+use std::path::{Path, PathBuf};
+
+use sluice_io::{Budget, RunStats};
+
+use super::histogram::HistogramState;
 use super::*;
+use crate::{Dtype, Endian, Scalar, npy};
 
 /// What the reference computes.
 #[derive(Debug)]
@@ -114,13 +120,13 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 /// Checks a report against the reference: counts, integer figures and the histogram exactly,
 /// float figures to `rel`.
 fn check(report: &StatsReport, want: &Naive, rel: f64) {
-    assert_eq!(report.count, want.count);
-    assert_eq!(report.nan_count, want.nan);
-    match report.sum {
+    assert_eq!(report.figures.count, want.count);
+    assert_eq!(report.figures.nan_count, want.nan);
+    match report.figures.sum {
         Number::Int(i) => assert_eq!(i, want.isum),
         Number::Float(x) => assert!(close(x, want.fsum, rel), "sum {x} vs {}", want.fsum),
     }
-    match (report.min, report.max) {
+    match (report.figures.min, report.figures.max) {
         (Some(Number::Int(lo)), Some(Number::Int(hi))) => {
             assert_eq!((Some(lo), Some(hi)), (want.imin, want.imax));
         }
@@ -130,9 +136,9 @@ fn check(report: &StatsReport, want: &Naive, rel: f64) {
         }
     }
     let pairs = [
-        (report.mean, want.mean, "mean"),
-        (report.variance, want.var, "variance"),
-        (report.variance_sample, want.var1, "variance_sample"),
+        (report.figures.mean, want.mean, "mean"),
+        (report.figures.variance, want.var, "variance"),
+        (report.figures.variance_sample, want.var1, "variance_sample"),
     ];
     for (got, want, what) in pairs {
         match (got, want) {
@@ -140,7 +146,7 @@ fn check(report: &StatsReport, want: &Naive, rel: f64) {
             (g, w) => assert_eq!(g.map(Number::as_f64), w, "{what}"),
         }
     }
-    assert_eq!(report.histogram.as_ref().map(|h| h.counts.clone()), want.hist);
+    assert_eq!(report.figures.histogram.as_ref().map(|h| h.counts.clone()), want.hist);
 }
 
 fn encode_floats(values: &[f64], dtype: Dtype) -> Vec<u8> {
@@ -250,15 +256,15 @@ fn rule1_count_includes_nans_and_nan_count_excludes_them() {
     let dtype = Dtype::new(Scalar::F64, Endian::Little);
     std::fs::write(&p, encode_floats(&[f64::NAN, 1.0, f64::NAN, 3.0], dtype)).unwrap();
     let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert_eq!((r.count, r.nan_count), (4, 2));
-    assert_eq!((r.sum, r.mean), (Number::Float(4.0), Some(Number::Float(2.0))));
-    assert_eq!(r.variance, Some(Number::Float(1.0)));
-    assert_eq!(r.variance_sample, Some(Number::Float(2.0)));
+    assert_eq!((r.figures.count, r.figures.nan_count), (4, 2));
+    assert_eq!((r.figures.sum, r.figures.mean), (Number::Float(4.0), Some(Number::Float(2.0))));
+    assert_eq!(r.figures.variance, Some(Number::Float(1.0)));
+    assert_eq!(r.figures.variance_sample, Some(Number::Float(2.0)));
     // All NaN: nothing to describe (rule 4).
     std::fs::write(&p, encode_floats(&[f64::NAN; 3], dtype)).unwrap();
     let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert_eq!((r.count, r.nan_count, r.sum), (3, 3, Number::Float(0.0)));
-    assert_eq!((r.min, r.mean, r.variance), (None, None, None));
+    assert_eq!((r.figures.count, r.figures.nan_count, r.figures.sum), (3, 3, Number::Float(0.0)));
+    assert_eq!((r.figures.min, r.figures.mean, r.figures.variance), (None, None, None));
 }
 
 #[test]
@@ -271,10 +277,10 @@ fn rule2_integer_sums_are_exact_beyond_64_bits() {
     let config = raw_config(Dtype::new(Scalar::U64, Endian::Big));
     let r = run_stats(&p, &config, 4096);
     let want: i128 = (0..n as i128).map(|i| u64::MAX as i128 - i).sum();
-    assert_eq!(r.sum, Number::Int(want));
-    assert_eq!(r.max, Some(Number::Int(u64::MAX as i128)));
-    assert_eq!(r.min, Some(Number::Int((u64::MAX - (n - 1)) as i128)));
-    let json = serde_json::to_string(&r.sum).unwrap();
+    assert_eq!(r.figures.sum, Number::Int(want));
+    assert_eq!(r.figures.max, Some(Number::Int(u64::MAX as i128)));
+    assert_eq!(r.figures.min, Some(Number::Int((u64::MAX - (n - 1)) as i128)));
+    let json = serde_json::to_string(&r.figures.sum).unwrap();
     assert_eq!(json, want.to_string(), "printed as a JSON integer");
 }
 
@@ -288,7 +294,7 @@ fn rule2_float_sum_is_accurate_where_a_plain_loop_is_not() {
     let r = run_stats(&p, &raw_config(dtype), 65536);
     let plain: f64 = (0..n).map(|_| 0.1).sum();
     let exact = 100_000.0;
-    assert!((r.sum.as_f64() - exact).abs() / exact < 1e-14, "{}", r.sum);
+    assert!((r.figures.sum.as_f64() - exact).abs() / exact < 1e-14, "{}", r.figures.sum);
     assert!((plain - exact).abs() / exact > 1e-12, "the plain loop drifts: {plain}");
 }
 
@@ -301,8 +307,8 @@ fn rule3_variance_survives_a_large_offset() {
     let values: Vec<f64> = (0..100_000).map(|i| 1e9 + (i % 4) as f64).collect();
     std::fs::write(&p, encode_floats(&values, dtype)).unwrap();
     let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert!(close(r.variance.unwrap().as_f64(), 1.25, 1e-9), "{:?}", r.variance);
-    assert!(close(r.mean.unwrap().as_f64(), 1e9 + 1.5, 1e-15), "{:?}", r.mean);
+    assert!(close(r.figures.variance.unwrap().as_f64(), 1.25, 1e-9), "{:?}", r.figures.variance);
+    assert!(close(r.figures.mean.unwrap().as_f64(), 1e9 + 1.5, 1e-15), "{:?}", r.figures.mean);
 }
 
 #[test]
@@ -316,9 +322,15 @@ fn rule4_empty_array_is_valid() {
         std::fs::write(&p, bytes).unwrap();
         let config = StatsConfig { dtype: Some(Scalar::I32), ..Default::default() };
         let r = run_stats(&p, &config, 4096);
-        assert_eq!((r.count, r.nan_count, r.sum), (0, 0, Number::Int(0)));
+        assert_eq!((r.figures.count, r.figures.nan_count, r.figures.sum), (0, 0, Number::Int(0)));
         assert_eq!(
-            (r.min, r.max, r.mean, r.variance, r.variance_sample),
+            (
+                r.figures.min,
+                r.figures.max,
+                r.figures.mean,
+                r.figures.variance,
+                r.figures.variance_sample
+            ),
             (None, None, None, None, None)
         );
         let json = serde_json::to_value(&r).unwrap();
@@ -334,15 +346,18 @@ fn rule5_infinities_behave_as_in_numpy() {
     let dtype = Dtype::new(Scalar::F64, Endian::Little);
     std::fs::write(&p, encode_floats(&[1.0, f64::INFINITY, 2.0], dtype)).unwrap();
     let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert_eq!((r.sum, r.max), (Number::Float(f64::INFINITY), Some(Number::Float(f64::INFINITY))));
-    assert_eq!(r.mean, Some(Number::Float(f64::INFINITY)));
-    assert!(r.variance.unwrap().as_f64().is_nan());
+    assert_eq!(
+        (r.figures.sum, r.figures.max),
+        (Number::Float(f64::INFINITY), Some(Number::Float(f64::INFINITY)))
+    );
+    assert_eq!(r.figures.mean, Some(Number::Float(f64::INFINITY)));
+    assert!(r.figures.variance.unwrap().as_f64().is_nan());
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!((json["sum"].as_str(), json["variance"].as_str()), (Some("inf"), Some("nan")));
     std::fs::write(&p, encode_floats(&[f64::NEG_INFINITY, 1.0, f64::INFINITY], dtype)).unwrap();
     let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert!(r.sum.as_f64().is_nan());
-    assert_eq!(r.min, Some(Number::Float(f64::NEG_INFINITY)));
+    assert!(r.figures.sum.as_f64().is_nan());
+    assert_eq!(r.figures.min, Some(Number::Float(f64::NEG_INFINITY)));
 }
 
 #[test]
@@ -355,12 +370,12 @@ fn rule6_histogram_edges_and_closed_last_bin() {
     std::fs::write(&p, encode_floats(&values, dtype)).unwrap();
     let config = StatsConfig { bins: Some(4), range: Some((0.0, 1.0)), ..raw_config(dtype) };
     let r = run_stats(&p, &config, 4096);
-    let h = r.histogram.unwrap();
+    let h = r.figures.histogram.unwrap();
     assert_eq!(h.edges, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
     assert_eq!(h.counts, vec![2, 2, 1, 2]);
     // lo == hi widens by 0.5 each way; range alone means 10 bins.
     let config = StatsConfig { range: Some((1.0, 1.0)), ..raw_config(dtype) };
-    let h = run_stats(&p, &config, 4096).histogram.unwrap();
+    let h = run_stats(&p, &config, 4096).figures.histogram.unwrap();
     assert_eq!((h.edges[0], h.edges[10], h.counts.iter().sum::<u64>()), (0.5, 1.5, 4));
 }
 
@@ -413,7 +428,13 @@ fn rule7_fortran_order_gives_the_same_figures() {
         std::fs::write(&p, f).unwrap();
         let r = run_stats(&p, &StatsConfig::default(), 4096);
         assert_eq!((r.fortran_order, r.shape.clone()), (fortran, vec![20, 30]));
-        reports.push((r.sum, r.min, r.max, r.mean, r.variance));
+        reports.push((
+            r.figures.sum,
+            r.figures.min,
+            r.figures.max,
+            r.figures.mean,
+            r.figures.variance,
+        ));
     }
     assert_eq!(reports[0], reports[1]);
 }
@@ -445,7 +466,10 @@ fn rule8_bad_inputs_are_typed_errors_naming_the_file() {
         endian: Some(Endian::Little),
         ..Default::default()
     };
-    assert_eq!(stats(&npy_path, &config, &pipeline, &Budget::unlimited()).unwrap().count, 2);
+    assert_eq!(
+        stats(&npy_path, &config, &pipeline, &Budget::unlimited()).unwrap().figures.count,
+        2
+    );
     let err = run(&dir.path().join("missing.f64"), &config);
     assert!(matches!(err, KernelError::Open { .. }) && err.to_string().contains("missing.f64"));
     let err = run(dir.path(), &config);
@@ -526,10 +550,10 @@ proptest! {
         let b = run_stats(&p, &config, 1 << 20);
         check(&a, &want, 1e-12);
         check(&b, &want, 1e-12);
-        prop_assert_eq!((a.count, a.nan_count, a.min, a.max), (b.count, b.nan_count, b.min, b.max));
-        prop_assert_eq!(a.histogram, b.histogram);
+        prop_assert_eq!((a.figures.count, a.figures.nan_count, a.figures.min, a.figures.max), (b.figures.count, b.figures.nan_count, b.figures.min, b.figures.max));
+        prop_assert_eq!(a.figures.histogram, b.figures.histogram);
         if !dtype.scalar.is_float() {
-            prop_assert_eq!(a.sum, b.sum);
+            prop_assert_eq!(a.figures.sum, b.figures.sum);
         }
     }
 }
@@ -553,4 +577,40 @@ fn rule6_scratch_arrays_and_shared_atomics_count_the_same() {
         results[0].iter().sum::<u64>(),
         vals.iter().filter(|v| v.abs() <= 2.5).count() as u64
     );
+}
+
+/// The JSON of a report is the CLI's output (`sluice stats --json`): `Figures` is flattened into
+/// the report, so its keys sit between `fortran_order` and `run` in the order they always had,
+/// and `histogram` is left out when there is none (issue 10: the report embeds `Figures`).
+#[test]
+fn rule5_report_json_keys_keep_their_order() {
+    let make = |histogram| StatsReport {
+        file: PathBuf::from("a.npy"),
+        format: "npy",
+        dtype: "<f8".into(),
+        shape: vec![2, 3],
+        fortran_order: false,
+        figures: Figures {
+            count: 6,
+            nan_count: 1,
+            sum: Number::Float(f64::INFINITY),
+            min: Some(Number::Float(-1.5)),
+            max: Some(Number::Int(73_786_976_294_838_206_460)),
+            mean: None,
+            variance: Some(Number::Float(f64::NAN)),
+            variance_sample: None,
+            histogram,
+        },
+        run: RunStats::default(),
+    };
+    let run = serde_json::to_string(&RunStats::default()).unwrap();
+    let h = Histogram { edges: vec![0.0, 0.5, 1.0], counts: vec![3, 2] };
+    let want = [
+        r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null"#,
+        r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null,"histogram":{"edges":[0.0,0.5,1.0],"counts":[3,2]}"#,
+    ];
+    for (report, want) in [make(None), make(Some(h))].iter().zip(want) {
+        let got = serde_json::to_string(report).unwrap();
+        assert_eq!(got, format!("{want},\"run\":{run}}}"));
+    }
 }

@@ -1,0 +1,82 @@
+//! The parameters of a stats pass ([`StatsConfig`]), from fields or hints, and the histogram
+//! they ask for (rule 6).
+
+use crate::hints::{self, Hinted};
+use crate::{Endian, KernelError, Scalar};
+
+/// Bins when only a range is given (NumPy's default).
+pub const DEFAULT_BINS: usize = 10;
+
+/// Parameters of a stats pass. Every field can also be set by a hint of the same name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatsConfig {
+    /// Element type of a raw file; for a `.npy` it must agree with the header.
+    pub dtype: Option<Scalar>,
+    /// Byte order of a raw file (default little); for a `.npy` it must agree with the header.
+    pub endian: Option<Endian>,
+    /// Number of histogram bins.
+    pub bins: Option<usize>,
+    /// Histogram range `(lo, hi)`.
+    pub range: Option<(f64, f64)>,
+}
+
+impl Hinted for StatsConfig {
+    const KEYS: &'static str = "dtype, endian, bins, range";
+
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+        match key {
+            "dtype" => {
+                self.dtype = Some(Scalar::parse(value).ok_or_else(|| {
+                    hints::bad_value(
+                        key,
+                        value,
+                        &format!("a dtype ({})", crate::dtype::SCALAR_NAMES),
+                    )
+                })?);
+            }
+            "endian" => {
+                self.endian = Some(
+                    Endian::parse(value)
+                        .ok_or_else(|| hints::bad_value(key, value, "little or big"))?,
+                );
+            }
+            "bins" => self.bins = Some(hints::parse_usize(key, value)?),
+            "range" => self.range = Some(hints::parse_range(key, value)?),
+            _ => return Err(hints::unknown(key, Self::KEYS)),
+        }
+        Ok(())
+    }
+}
+
+impl StatsConfig {
+    /// A config from hints alone.
+    pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(
+        pairs: &[(K, V)],
+    ) -> Result<StatsConfig, KernelError> {
+        let mut config = StatsConfig::default();
+        config.apply_hints(pairs)?;
+        Ok(config)
+    }
+
+    /// The histogram to count, if any: `(bins, lo, hi)` after NumPy's range rules (rule 6).
+    pub fn histogram(&self) -> Result<Option<(usize, f64, f64)>, KernelError> {
+        let bad = |key: &str, reason: String| KernelError::BadOption { key: key.into(), reason };
+        let (bins, (lo, hi)) = match (self.bins, self.range) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => {
+                return Err(bad("bins", "needs --range LO,HI (one pass cannot find it)".into()));
+            }
+            (bins, Some(range)) => (bins.unwrap_or(DEFAULT_BINS), range),
+        };
+        if bins == 0 {
+            return Err(bad("bins", "must be at least 1".into()));
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(bad("range", format!("[{lo}, {hi}] is not finite")));
+        }
+        if lo > hi {
+            return Err(bad("range", format!("lo {lo} is larger than hi {hi}")));
+        }
+        Ok(Some(if lo == hi { (bins, lo - 0.5, hi + 0.5) } else { (bins, lo, hi) }))
+    }
+}
