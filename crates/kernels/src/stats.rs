@@ -43,7 +43,7 @@
 //!    grouping of the pairwise sums), and for a fixed block size they are bitwise reproducible,
 //!    since partials are folded in stream order, never in completion order.
 //! 8. Bad input is a typed error before the pass starts: a raw file whose size is not a multiple
-//!    of the item size, a raw file without a dtype, `--dtype`/`--endian` that disagree with a
+//!    of the item size, a raw file without a dtype, a dtype or byte order that disagrees with a
 //!    `.npy` header, a truncated or malformed `.npy`, an unsupported dtype.
 //!
 //! # Threads and costs

@@ -60,22 +60,16 @@ impl StatsConfig {
 
     /// The histogram to count, if any: `(bins, lo, hi)` after NumPy's range rules (rule 6).
     pub fn histogram(&self) -> Result<Option<(usize, f64, f64)>, KernelError> {
-        let bad = |key: &str, reason: String| KernelError::BadOption { key: key.into(), reason };
         let (bins, (lo, hi)) = match (self.bins, self.range) {
             (None, None) => return Ok(None),
-            (Some(_), None) => {
-                return Err(bad("bins", "needs --range LO,HI (one pass cannot find it)".into()));
-            }
+            (Some(bins), None) => return Err(KernelError::BinsWithoutRange { bins }),
             (bins, Some(range)) => (bins.unwrap_or(DEFAULT_BINS), range),
         };
         if bins == 0 {
-            return Err(bad("bins", "must be at least 1".into()));
+            return Err(KernelError::TooSmall { key: "bins", value: 0, min: 1 });
         }
-        if !(lo.is_finite() && hi.is_finite()) {
-            return Err(bad("range", format!("[{lo}, {hi}] is not finite")));
-        }
-        if lo > hi {
-            return Err(bad("range", format!("lo {lo} is larger than hi {hi}")));
+        if !(lo.is_finite() && hi.is_finite()) || lo > hi {
+            return Err(KernelError::BadRange { lo, hi });
         }
         Ok(Some(if lo == hi { (bins, lo - 0.5, hi + 0.5) } else { (bins, lo, hi) }))
     }
