@@ -2,7 +2,7 @@
 //! variance, and an optional histogram.
 //!
 //! The input is a `.npy` file (header parsed by [`crate::npy`]) or a raw file of one
-//! [`Scalar`] type in one byte order. The pass reads the data extent (after the header) as
+//! [`Scalar`](crate::Scalar) type in one byte order. The pass reads the data extent (after the header) as
 //! `Fixed(itemsize)` records; every block yields a [`BlockStats`], and [`StatsKernel::finish`]
 //! folds them in stream order.
 //!

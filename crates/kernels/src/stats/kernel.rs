@@ -138,7 +138,7 @@ pub struct StatsKernel {
 
 impl StatsKernel {
     /// A kernel for `dtype`, counting a histogram of `(bins, lo, hi)` if given (see
-    /// [`StatsConfig::histogram`]).
+    /// [`StatsConfig::histogram`](super::StatsConfig::histogram)).
     pub fn new(dtype: Dtype, histogram: Option<(usize, f64, f64)>) -> StatsKernel {
         let scratch = scratch_arrays();
         StatsKernel {
@@ -148,7 +148,7 @@ impl StatsKernel {
     }
 
     /// Bytes of state a kernel with this histogram holds (counts and edges; reserved from the
-    /// budget by [`stats`] before the kernel is made).
+    /// budget by [`stats`](super::stats()) before the kernel is made).
     pub fn state_bytes_for(histogram: Option<(usize, f64, f64)>) -> u64 {
         // Edges and shared counts, plus one scratch array per core.
         histogram.map_or(0, |(bins, _, _)| (bins as u64 + 1) * 8 * (2 + scratch_arrays() as u64))
@@ -234,7 +234,7 @@ impl StatsKernel {
 }
 
 /// A running fold of [`BlockStats`] in stream order (rule 7); the sink of
-/// [`Pipeline::run_ordered`].
+/// [`Pipeline::run_ordered`](sluice_io::Pipeline::run_ordered).
 #[derive(Debug, Clone)]
 pub struct StatsFold {
     total: BlockStats,
