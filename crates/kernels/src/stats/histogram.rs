@@ -119,3 +119,29 @@ impl HistogramState {
 pub(super) fn scratch_arrays() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule6_scratch_arrays_and_shared_atomics_count_the_same() {
+        let vals: Vec<f64> = (0..10_000).map(|i| (i as f64 * 0.731).sin() * 3.0).collect();
+        let mut results = Vec::new();
+        for max_scratch in [0, 1, 4] {
+            let h = HistogramState::new(17, -2.5, 2.5, max_scratch);
+            // Two blocks at once: the second gets a scratch array only if two are allowed.
+            let (mut a, mut b) = (h.take_scratch(), h.take_scratch());
+            h.count(&vals[..5000], a.as_mut());
+            h.count(&vals[5000..], b.as_mut());
+            a.into_iter().chain(b).for_each(|v| h.give_back(v));
+            results.push(h.counts());
+        }
+        assert_eq!(results[0], results[1]);
+        assert_eq!(results[0], results[2]);
+        assert_eq!(
+            results[0].iter().sum::<u64>(),
+            vals.iter().filter(|v| v.abs() <= 2.5).count() as u64
+        );
+    }
+}

