@@ -58,9 +58,36 @@ pub enum IoError {
         /// The file's length.
         file_len: u64,
     },
-    /// A configuration value is unusable (block size 0, record size 0, ...).
-    #[error("invalid setting: {0}")]
-    Config(String),
+    /// A block size that is not a multiple of 4096 between 4096 and [`crate::MAX_BLOCK_SIZE`].
+    #[error("block size {block_size} is not a multiple of 4096 up to 1 GiB")]
+    BlockSize {
+        /// The block size asked for, in bytes.
+        block_size: usize,
+    },
+    /// More reads in flight per I/O thread than a ring takes.
+    #[error("queue depth {depth} is over {max}")]
+    QueueDepth {
+        /// The queue depth asked for.
+        depth: usize,
+        /// The largest queue depth.
+        max: usize,
+    },
+    /// The environment variable `SLUICE_INJECT_READ_ERROR` holds no byte offset.
+    #[error("SLUICE_INJECT_READ_ERROR={value:?} is not a byte offset")]
+    InjectOffset {
+        /// The variable's value.
+        value: String,
+    },
+    /// io_uring refused to queue a read (its submission queue was full): a bug, reported.
+    #[error("{path}: io_uring refused a {len}-byte read at offset {offset}")]
+    Submit {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset in the file.
+        offset: u64,
+        /// Bytes asked for.
+        len: usize,
+    },
     /// The run would need more memory than the budget allows.
     #[error(
         "{what} needs {needed} bytes but only {available} of the {budget}-byte memory budget are left"

@@ -33,6 +33,33 @@
 //! let run = PipelineBuilder::new().build().unwrap().run(&plan, &CountLines).unwrap();
 //! assert_eq!(run.partials.iter().sum::<u64>(), 3);
 //! ```
+//!
+//! # Modules
+//! Modules marked `*` hold `unsafe` code; no other module does.
+//!
+//! ```text
+//! lib.rs               Block, BlockKernel, Engine, DirectMode, Backend, PipelineBuilder, Pipeline
+//! plan.rs              Plan: the extents read as one stream, and the record layout
+//! pipeline.rs          a run from start to end: pool reservation, reorder buffer, figures
+//!   pipeline/README.md a block's life cycle and how a run stops
+//!   pipeline/settings.rs  the run's settings, every "choose" resolved and checked
+//!   pipeline/files.rs     opening the files; O_DIRECT, buffered or mapped, and why
+//!   pipeline/reads.rs     ChunkMap: the plan cut into aligned reads
+//!   pipeline/shared.rs    Shared: claim gate, first failure, the per-read steps of every engine
+//!   pipeline/ioc.rs       the IOC engine: io_uring or pread I/O threads, compute workers
+//!   pipeline/sync.rs      the sync engine: read a block, then compute on it (the baseline)
+//! stitch.rs            cutting a read into whole records; seam records across reads
+//! resident.rs          releasing a mapped file's pages a granule at a time
+//! pool.rs *            BufPool: the fixed pool of 4096-aligned buffers
+//! uring.rs *           Ring: io_uring reads into pool buffers, fenced by ownership
+//! sys.rs *             cachestat/mincore residency, O_DIRECT opens, file mappings
+//! queue.rs             the closable blocking queue between I/O threads and workers
+//! memory.rs            Budget and Reservation: the process memory budget
+//! stats.rs             RunStats: the figures of a run, and merging them
+//! trace.rs             the Chrome trace-event timeline of a run
+//! output.rs            OutputFile (written beside, then renamed) and the .npy header
+//! error.rs             IoError, the crate's one error type
+//! ```
 
 #![warn(missing_docs)]
 
@@ -43,11 +70,9 @@ mod pipeline;
 mod plan;
 mod pool;
 mod queue;
-pub mod reference;
 mod resident;
 mod stats;
 mod stitch;
-mod sync_engine;
 mod sys;
 mod trace;
 mod uring;
@@ -245,10 +270,7 @@ impl PipelineBuilder {
     pub fn build(self) -> Result<Pipeline, IoError> {
         let c = &self.config;
         if c.block_size != 0 && (c.block_size % 4096 != 0 || c.block_size > MAX_BLOCK_SIZE) {
-            return Err(IoError::Config(format!(
-                "block size {} is not a multiple of 4096 up to 1 GiB",
-                c.block_size
-            )));
+            return Err(IoError::BlockSize { block_size: c.block_size });
         }
         Ok(Pipeline { config: self.config })
     }

@@ -27,8 +27,8 @@ pub struct FileAccess {
     pub mapped: bool,
     /// Share of its pages in the page cache when the run started (0..=1), if known.
     pub cached_fraction: Option<f64>,
-    /// Why it was read that way (the `--direct` setting, its residency, a file system that
-    /// refuses O_DIRECT).
+    /// Why it was read that way (the [`DirectMode`](crate::DirectMode), its residency, a file
+    /// system that refuses O_DIRECT).
     pub reason: String,
 }
 

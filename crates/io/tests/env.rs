@@ -42,7 +42,9 @@ fn environment_switches_fallback_and_fault_injection() {
     }
     // SAFETY: as above.
     unsafe { std::env::set_var("SLUICE_INJECT_READ_ERROR", "junk") };
-    assert!(matches!(pipeline.run(&plan, &Bytes), Err(IoError::Config(_))));
+    assert!(
+        matches!(pipeline.run(&plan, &Bytes), Err(IoError::InjectOffset { value }) if value == "junk")
+    );
     // SAFETY: as above.
     unsafe { std::env::remove_var("SLUICE_INJECT_READ_ERROR") };
 }

@@ -1,4 +1,4 @@
-//! The engines against the naive reader (`sluice_io::reference`), through every path: IOC with
+//! The engines against the naive reader (`tests/reference/mod.rs`), through every path: IOC with
 //! io_uring (O_DIRECT and buffered), IOC with the pread fallback, and the sync engine.
 //!
 //! Rules named are those of `src/plan.rs` (plan rule N) and `src/pipeline.rs` (pipeline rule N).
@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use proptest::prelude::*;
 use sluice_io::{
     Backend, Block, BlockKernel, Budget, DirectMode, Engine, IoError, PipelineBuilder, Plan,
-    RecordLayout, RunStats, reference,
+    RecordLayout, RunStats,
 };
+
+mod reference;
 
 /// Hands back every record of every block, with the block's positions, after checking that the
 /// block holds whole records only.
@@ -591,9 +593,12 @@ fn missing_file_and_directory_are_errors_naming_the_path() {
 }
 
 #[test]
-fn bad_settings_are_config_errors() {
-    assert!(matches!(PipelineBuilder::new().block_size(1000).build(), Err(IoError::Config(_))));
-    assert!(matches!(PipelineBuilder::new().block_size(2 << 30).build(), Err(IoError::Config(_))));
+fn bad_settings_are_errors_carrying_the_value() {
+    let err = PipelineBuilder::new().block_size(1000).build().unwrap_err();
+    assert!(matches!(err, IoError::BlockSize { block_size: 1000 }), "{err}");
+    assert!(err.to_string().contains("1000") && !err.to_string().contains("--"), "{err}");
+    let err = PipelineBuilder::new().block_size(2 << 30).build().unwrap_err();
+    assert!(matches!(err, IoError::BlockSize { block_size: 0x8000_0000 }), "{err}");
 }
 
 // ---- property tests of seam stitching (plan rule 2) ---------------------------------------

@@ -66,8 +66,8 @@ pub enum KernelError {
         /// Why.
         reason: String,
     },
-    /// `--dtype`/`--endian` disagree with the `.npy` header.
-    #[error("{path}: --{what} {given} disagrees with the .npy header, which says {header}")]
+    /// The configured dtype or byte order disagrees with the `.npy` header.
+    #[error("{path}: {what} {given} disagrees with the .npy header, which says {header}")]
     DtypeMismatch {
         /// The file.
         path: PathBuf,
@@ -78,8 +78,8 @@ pub enum KernelError {
         /// What the header says.
         header: String,
     },
-    /// A raw file without a dtype.
-    #[error("{path}: not a .npy file (no \\x93NUMPY magic); give --dtype for a raw array")]
+    /// A file without the `.npy` magic, and no dtype to read it as a raw array.
+    #[error("{path}: not a .npy file (no \\x93NUMPY magic), and no dtype for a raw array")]
     RawNeedsDtype {
         /// The file.
         path: PathBuf,
@@ -96,13 +96,45 @@ pub enum KernelError {
         /// Bytes per item.
         itemsize: usize,
     },
-    /// A hint or option value is unusable.
-    #[error("option {key}: {reason}")]
-    BadOption {
-        /// The option (hint key or flag name).
+    /// An option value that does not parse as the option's type.
+    #[error("option {key}: {value:?} is not {expected}")]
+    BadValue {
+        /// The option (its hint key).
         key: String,
-        /// What is wrong, with the value.
-        reason: String,
+        /// The value given.
+        value: String,
+        /// What the option takes (`a non-negative integer`).
+        expected: String,
+    },
+    /// An option value below the option's least value.
+    #[error("option {key}: {value} is less than {min}")]
+    TooSmall {
+        /// The option (its hint key).
+        key: &'static str,
+        /// The value given.
+        value: usize,
+        /// The least value.
+        min: usize,
+    },
+    /// Histogram bins without a range: one streaming pass cannot find the data's range first.
+    #[error("option bins: {bins} bins need a range (one pass cannot find the data's range)")]
+    BinsWithoutRange {
+        /// The bins asked for.
+        bins: usize,
+    },
+    /// A histogram range that is not an interval of finite numbers (`lo <= hi`).
+    #[error("option range: [{lo}, {hi}] is not an interval of finite numbers")]
+    BadRange {
+        /// Its low end.
+        lo: f64,
+        /// Its high end.
+        hi: f64,
+    },
+    /// A hint that is not `key=value`.
+    #[error("hint {hint:?} is not key=value")]
+    BadHint {
+        /// The hint as given.
+        hint: String,
     },
     /// A hint key no kernel parameter has.
     #[error("unknown hint key {key:?} (known: {known})")]

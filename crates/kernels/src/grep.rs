@@ -101,11 +101,10 @@ impl GrepConfig {
     pub fn layout(&self) -> Result<RecordLayout, KernelError> {
         match self.record_size {
             None => Ok(RecordLayout::Delimited(b'\n')),
-            Some(n) => NonZeroUsize::new(n).map(RecordLayout::Fixed).ok_or_else(|| {
-                KernelError::BadOption {
-                    key: "record_size".into(),
-                    reason: "must be at least 1 byte".into(),
-                }
+            Some(n) => NonZeroUsize::new(n).map(RecordLayout::Fixed).ok_or(KernelError::TooSmall {
+                key: "record_size",
+                value: n,
+                min: 1,
             }),
         }
     }

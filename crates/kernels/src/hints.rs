@@ -43,22 +43,23 @@ pub fn unknown(key: &str, known: &'static str) -> KernelError {
 
 /// The error for a bad value (rule 2).
 pub fn bad_value(key: &str, value: &str, expected: &str) -> KernelError {
-    KernelError::BadOption { key: key.to_string(), reason: format!("{value:?} is not {expected}") }
+    KernelError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: expected.to_string(),
+    }
 }
 
 /// Splits `key=value` strings (as given to `--hint`) into pairs, trimming both sides; a string
-/// without `=` is a [`KernelError::BadOption`] naming it.
+/// without `=` is a [`KernelError::BadHint`] naming it.
 pub fn parse_pairs<S: AsRef<str>>(hints: &[S]) -> Result<Vec<(String, String)>, KernelError> {
     hints
         .iter()
         .map(|h| {
             let h = h.as_ref();
-            h.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).ok_or_else(
-                || KernelError::BadOption {
-                    key: h.to_string(),
-                    reason: "a hint is key=value".to_string(),
-                },
-            )
+            h.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| KernelError::BadHint { hint: h.to_string() })
         })
         .collect()
 }

@@ -32,14 +32,32 @@
 //!
 //! let config = StatsConfig::from_hints(&[("dtype", "f64")]).unwrap();
 //! let report = stats::stats(&raw, &config, &pipeline, &budget).unwrap();
-//! assert_eq!((report.count, report.nan_count), (4, 1));
-//! assert_eq!(report.mean.unwrap().as_f64(), 8.0 / 3.0);
+//! assert_eq!((report.figures.count, report.figures.nan_count), (4, 1));
+//! assert_eq!(report.figures.mean.unwrap().as_f64(), 8.0 / 3.0);
 //!
 //! let text = dir.path().join("t.txt");
 //! std::fs::write(&text, "apple\nbanana\ncherry\n").unwrap();
 //! let config = GrepConfig::new("an");
 //! let found = grep::grep(&text, &config, &pipeline, &budget).unwrap();
 //! assert_eq!(found.count, 1);
+//! ```
+//!
+//! # Modules
+//! No module holds `unsafe` code (`#![deny(unsafe_code)]`).
+//!
+//! ```text
+//! stats.rs             the stats pass: contract, stats()
+//!   stats/config.rs    StatsConfig, from fields or hints; the histogram it asks for
+//!   stats/array.rs     what a file holds: .npy (header checked) or raw; ArrayInfo
+//!   stats/kernel.rs    StatsKernel (a block's BlockStats) and StatsFold (stream-order fold)
+//!   stats/histogram.rs NumPy's bin assignment; counts in scratch arrays or atomics
+//!   stats/report.rs    Figures, StatsReport and Number, as they print in JSON
+//! grep.rs              the grep pass: GrepConfig, GrepKernel, grep(), grep_with()
+//! npy.rs               .npy header parsing and writing
+//! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
+//! pairwise.rs          pairwise and Neumaier summation
+//! hints.rs             active-storage hints: key=value parameters, Hinted
+//! error.rs             KernelError, the crate's one error type
 //! ```
 
 #![warn(missing_docs)]

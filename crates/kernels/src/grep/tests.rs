@@ -214,7 +214,7 @@ fn grep_with_streams_in_file_order_and_stops_on_sink_error() {
     let mut calls = 0;
     let err = grep_with(&p, &c, &pipeline, &Budget::unlimited(), |_| {
         calls += 1;
-        Err(KernelError::BadOption { key: "sink".into(), reason: "full".into() })
+        Err(KernelError::BadHint { hint: "sink".into() })
     })
     .unwrap_err();
     assert_eq!((calls, err.to_string().contains("sink")), (1, true));

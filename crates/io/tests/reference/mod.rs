@@ -1,5 +1,9 @@
 //! A naive, single-threaded reader: the executable definition of what every engine must hand a
-//! kernel. Tests compare the real engines against it; it shares no code with them.
+//! kernel. Tests compare the real engines against it; it shares no code with them (it sees only
+//! the public API), and it is no part of that API.
+//!
+//! A module shared by integration tests lives in a folder of `tests/` (`reference/mod.rs`): a
+//! `tests/reference.rs` would be built as a test target of its own.
 //!
 //! It reads each extent front to back with `pread` in `block_size` chunks, keeps the unfinished
 //! record of each chunk in a carry buffer, and hands the kernel every run of whole records, the
@@ -10,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::{Block, BlockKernel, Copies, IoError, Plan, RecordLayout, Run, RunStats};
+use sluice_io::{Block, BlockKernel, Copies, IoError, Plan, RecordLayout, Run, RunStats};
 
 struct Carry {
     bytes: Vec<u8>,
@@ -21,7 +25,7 @@ struct Carry {
 }
 
 /// Reads `plan` sequentially and runs `kernel` on every run of whole records, in stream order.
-pub fn run<K: BlockKernel>(
+pub(crate) fn run<K: BlockKernel>(
     plan: &Plan,
     block_size: usize,
     kernel: &K,
@@ -33,16 +37,14 @@ pub fn run<K: BlockKernel>(
 }
 
 /// Like [`run`], handing each partial to `sink` in stream order instead of collecting them.
-pub fn run_ordered<K: BlockKernel, F: FnMut(K::Partial)>(
+pub(crate) fn run_ordered<K: BlockKernel, F: FnMut(K::Partial)>(
     plan: &Plan,
     block_size: usize,
     kernel: &K,
     progress: Option<&AtomicU64>,
     mut sink: F,
 ) -> Result<RunStats, IoError> {
-    if block_size == 0 {
-        return Err(IoError::Config("block size 0".into()));
-    }
+    assert!(block_size > 0, "the reference reader needs a block size");
     let start = Instant::now();
     let mut copies = Copies::default();
     let mut carry =

@@ -12,15 +12,14 @@
 
 use std::sync::mpsc;
 
-use crate::BlockKernel;
-use crate::IoError;
-use crate::pipeline::{
-    EngineOut, IoOut, Message, PanicGuard, Settings, Shared, WorkerOut, joined, worker_tid,
-};
 use crate::trace::Span;
+use crate::{BlockKernel, IoError};
+
+use super::settings::Settings;
+use super::shared::{EngineOut, IoOut, Message, PanicGuard, Shared, WorkerOut, joined, worker_tid};
 
 /// Runs the plan with `s.workers` read-then-compute threads.
-pub(crate) fn run<K: BlockKernel>(
+pub(super) fn run<K: BlockKernel>(
     shared: &Shared<'_, K>,
     s: &Settings,
     tx: &mpsc::Sender<Vec<Message<K::Partial>>>,

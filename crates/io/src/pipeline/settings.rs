@@ -1,0 +1,57 @@
+//! Settings of one run with every "choose" resolved, and checked.
+
+use crate::pool::ALIGN;
+use crate::{Backend, Config, DirectMode, Engine, IoError};
+
+use super::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
+
+/// Most reads in flight per I/O thread.
+const MAX_QUEUE_DEPTH: usize = 4096;
+
+/// Settings with every "choose" resolved.
+#[derive(Debug, Clone)]
+pub(super) struct Settings {
+    pub(super) engine: Engine,
+    pub(super) backend: Backend,
+    pub(super) direct: DirectMode,
+    pub(super) block_size: usize,
+    pub(super) queue_depth: usize,
+    pub(super) io_threads: usize,
+    pub(super) workers: usize,
+    pub(super) inject: Option<u64>,
+}
+
+impl Settings {
+    pub(super) fn resolve(config: &Config) -> Result<Settings, IoError> {
+        let pick = |v: usize, d: usize| if v == 0 { d } else { v };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let inject = match config.inject_read_error {
+            Some(at) => Some(at),
+            None => match std::env::var("SLUICE_INJECT_READ_ERROR") {
+                Ok(text) => Some(
+                    text.trim()
+                        .parse::<u64>()
+                        .map_err(|_| IoError::InjectOffset { value: text.clone() })?,
+                ),
+                Err(_) => None,
+            },
+        };
+        let s = Settings {
+            engine: config.engine,
+            backend: config.backend,
+            direct: config.direct,
+            block_size: pick(config.block_size, DEFAULT_BLOCK_SIZE),
+            queue_depth: pick(config.queue_depth, DEFAULT_QUEUE_DEPTH),
+            io_threads: pick(config.io_threads, DEFAULT_IO_THREADS),
+            workers: pick(config.workers, cores),
+            inject,
+        };
+        if s.block_size % ALIGN != 0 || s.block_size > MAX_BLOCK_SIZE {
+            return Err(IoError::BlockSize { block_size: s.block_size });
+        }
+        if s.queue_depth > MAX_QUEUE_DEPTH {
+            return Err(IoError::QueueDepth { depth: s.queue_depth, max: MAX_QUEUE_DEPTH });
+        }
+        Ok(s)
+    }
+}
