@@ -75,6 +75,7 @@ impl Process {
     }
 
     /// The caller's own queue to `target` for the current superstep.
+    #[inline(always)]
     fn outgoing(&mut self, target: usize) -> &mut PairQueue {
         let par = self.parity();
         self.dirty[par] = true;

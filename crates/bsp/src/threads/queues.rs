@@ -132,6 +132,7 @@ impl Queues {
         Queues { p, cells: (0..p * p * 2).map(|_| mk_queue()).collect() }
     }
 
+    #[inline]
     fn cell(&self, origin: usize, target: usize, parity: usize) -> *mut PairQueue {
         self.cells[(origin * self.p + target) * 2 + parity].get()
     }
