@@ -11,11 +11,23 @@
 //! kinds: a mitigable error leaves no effect; a fatal one poisons the context, and every peer's
 //! next `sync` fails. The methods mean what the [`Ctx`] method of the same name documents.
 //!
-//! # Remaining step (issue 11)
-//! `Checked` is a flag of the threads backend today (`threads/checked.rs` reads the frozen pair
-//! queues inside the sync). As a wrapper `Checked<B: Backend>` it would record the requests
-//! passing through it, exchange their descriptors with one extra superstep on `B` at each sync,
-//! and run the same overlap and registration checks before `B::sync`.
+//! # Adding a backend (issue 11)
+//! Implement [`Backend`] for the new context type, add a variant to `ctx::Engine` (the compiler
+//! then lists every `match` to extend), and choose it in [`exec_with`](crate::exec_with) and at
+//! hook time.
+//!
+//! `Checked` is still a flag of the threads backend: `threads/checked.rs` runs inside the
+//! threads sync, after barrier B1, where it can read every pair queue of the superstep and so
+//! reject a bad pattern before any byte moves, while the peers' current sync still completes
+//! and their next one fails. A `Checked<B: Backend>` wrapper must get the same view on any `B`:
+//! keep the superstep's requests itself (forwarding nothing to `B` before the checks pass);
+//! at `sync`, put per-target descriptor counts and the registration hash to every peer, sync
+//! `B`, get the descriptors (slot, offset, len, kind) of the messages touching this process,
+//! sync `B`, run the checks of `threads/checked.rs` on them; then forward the requests and
+//! sync `B`. On a violation it forwards nothing and poisons `B` (a `poison` method this trait
+//! would gain), so the peers' pending or next sync fails, as rule 4 of the crate requires. That
+//! costs two extra supersteps per sync, two more register slots and `2p` more queue entries on
+//! `B` (reserved with one `B` sync when the context starts).
 
 use crate::{Args, Ctx, Error, Machine, MemSlot, Pid};
 

@@ -186,3 +186,37 @@ impl<'a> Frozen<'a> {
         unsafe { &*self.queues.cell(origin, target, self.parity) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rule 3: the chunks of a long message are consecutive, in order, at most `CHUNK` bytes
+    /// each, and cover exactly the message.
+    #[test]
+    fn long_messages_become_consecutive_chunks() {
+        let mut bytes = [0u8; 100];
+        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK, 3 * CHUNK + 5] {
+            let mut q = PairQueue::default();
+            q.push_put(bytes.as_ptr(), 7, 1000, len);
+            q.push_get(bytes.as_mut_ptr(), 9, 2000, len);
+            assert_eq!(q.len(), 2 * len.div_ceil(CHUNK).max(1), "len {len}");
+            let (mut at, base) = (0, bytes.as_ptr() as usize);
+            for r in &q.puts {
+                assert!(r.len as usize <= CHUNK && r.dst_slot == 7);
+                assert_eq!((r.src as usize - base, r.dst_offset), (at, 1000 + at));
+                at += r.len as usize;
+            }
+            assert_eq!(at, len);
+            at = 0;
+            for r in &q.gets {
+                assert!(r.len as usize <= CHUNK && r.src_slot == 9);
+                assert_eq!((r.dst as usize - base, r.src_offset), (at, 2000 + at));
+                at += r.len as usize;
+            }
+            assert_eq!(at, len);
+            q.clear();
+            assert_eq!(q.len(), 0);
+        }
+    }
+}
