@@ -162,9 +162,9 @@ impl Queues {
     ///
     /// # Safety
     /// The caller is inside sync number `e` with `parity == e & 1`, has passed barrier B1(e),
-    /// and drops the view and every reference it handed out before it enters B1(e + 1). Then every origin's writes of this parity
-    /// happened before B1(e), and no origin writes this parity again before B1(e + 1)
-    /// (threads/README.md, "Queues").
+    /// and drops the view and every reference it handed out before it enters B1(e + 1). Then
+    /// every origin's writes of this parity happened before B1(e), and no origin writes this
+    /// parity again before B1(e + 1) (threads/README.md, "Queues").
     pub(crate) unsafe fn frozen(&self, parity: usize) -> Frozen<'_> {
         Frozen { queues: self, parity }
     }
