@@ -5,8 +5,9 @@
 //! 1. Queue `Q[o→t][parity]` holds the puts and gets that process `o` issued for process `t` in
 //!    the supersteps of that parity (superstep `e`, ended by sync number `e`, has parity
 //!    `e & 1`), each in issue order.
-//! 2. Only `o` writes its row (`Queues::outgoing`), and only outside a sync; during sync `e`
-//!    the queues of parity `e & 1` are read by everyone (`Queues::frozen`) and written by no one.
+//! 2. Only `o` writes its row (`Queues::outgoing`): between syncs, and at the end of a sync to
+//!    clear the next superstep's parity. During sync `e` the queues of parity `e & 1` are read
+//!    by everyone (`Queues::frozen`) and written by no one.
 //!    Both accessors are `unsafe`: the sync protocol (threads/README.md, "Queues") is what makes
 //!    the two phases disjoint.
 //! 3. A message longer than [`CHUNK`] bytes is queued as consecutive chunks, in order; executing
