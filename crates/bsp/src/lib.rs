@@ -79,7 +79,23 @@
 //! ```
 //!
 //! # Modules
-//! - The threads backend's internals are private; see `src/threads/README.md` for the sync protocol.
+//! Private modules are named in code font; `*` marks the modules with `unsafe` blocks.
+//! - `ctx`*: [`Ctx`], the handle an SPMD function receives (one `match` forwards each primitive
+//!   to the section's backend), and [`exec`] / [`exec_with`], which start a section.
+//! - `backend`: the trait every backend implements: LPF's primitives on one process's context.
+//! - `threads`: the threads backend (one OS thread per process): [`hook`], [`Init`],
+//!   [`pthread_initialize`], the start gate and exit rendezvous of a process. Its children:
+//!   - `threads/group`*: what the processes of a section share; the meeting point of `hook` and
+//!     `rehook`.
+//!   - `threads/queues`*: the pair queues of requests, and the only code touching them unlocked.
+//!   - `threads/process`*: one process's context; the primitives between syncs.
+//!   - `threads/sync`*: `sync` (barrier, data phase, completion), as `src/threads/README.md`
+//!     tells it.
+//!   - `threads/checked`: the `Checked` backend's checks, run inside the sync.
+//!   - `threads/wait`: spin-then-park waits and the dissemination barrier.
+//! - `memreg`*: one process's memory register: slot ids ([`MemSlot`]), regions, capacity.
+//! - `error`: [`Error`] and [`ErrorKind`], LPF's two failure kinds.
+//! - `sys`*: raw system calls (the thread CPU clock for `bench`).
 //! - [`collectives`]: broadcast, reduce, allreduce, gather, allgather, alltoall on the primitives.
 //! - [`probe`]: cost table, interpolation of g and ℓ. For `sluice bsp probe`:
 //!   [`probe::probe_report`] (printable), [`probe::cost_table`], [`probe::CostTable`]
@@ -91,7 +107,8 @@
 
 #![warn(missing_docs)]
 
-mod checked;
+mod backend;
+mod ctx;
 mod error;
 mod memreg;
 mod sys;
@@ -101,10 +118,11 @@ pub mod bench;
 pub mod collectives;
 pub mod probe;
 
+pub use ctx::{Ctx, exec, exec_with};
 pub use error::{Error, ErrorKind};
 pub use memreg::MemSlot;
 pub use probe::{Machine, probe_root};
-pub use threads::{Ctx, Init, exec, exec_with, hook, pthread_initialize};
+pub use threads::{Init, hook, pthread_initialize};
 
 /// A process id or count (LPF's `lpf_pid_t`).
 pub type Pid = u32;

@@ -1,5 +1,5 @@
-//! The `Checked` backend catches each illegal pattern it claims to (checked.rs contract), and
-//! accepts the legal look-alikes.
+//! The `Checked` backend catches each illegal pattern it claims to (threads/checked.rs
+//! contract), and accepts the legal look-alikes.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Every primitive and rule of the crate contract (lib.rs) and the threads backend contract
-//! (threads/mod.rs), on both backends.
+//! (threads.rs), on both backends.
 
 mod common;
 

@@ -18,7 +18,8 @@ pub(crate) struct BspArgs {
 #[derive(Debug, Subcommand)]
 enum BspCommand {
     /// Measure r, the cache-line ping-pong, ℓ, the all-to-all and g per word size; print an
-    /// LPF-style table (g in multiples of r, ℓ in words), write JSON, and store the probe table.
+    /// LPF-style table (g in multiples of r, ℓ in words) and store the probe table; with `--json`,
+    /// also write the reports as JSON.
     Bench {
         /// Process counts to measure (repeat the flag) [default: 2]
         #[arg(long = "p", value_name = "P")]
@@ -26,7 +27,7 @@ enum BspCommand {
         /// A short run (seconds instead of tens of seconds).
         #[arg(long)]
         quick: bool,
-        /// Write the reports as JSON here [default: bsp-bench.json in the current directory]
+        /// Write the reports as JSON here (without it, no file is written but the probe table).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Do not merge the measured g and ℓ into the stored probe table.
@@ -54,11 +55,13 @@ pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", report.table());
                 reports.push(report);
             }
-            let json = json.unwrap_or_else(|| PathBuf::from("bsp-bench.json"));
-            let mut out = sluice_io::OutputFile::create(&json)?;
-            serde_json::to_writer_pretty(&mut out, &reports)?;
-            out.commit()?;
-            println!("wrote {}", json.display());
+            // Issue 10, item 7: the working directory gets a file only when one is asked for.
+            if let Some(json) = json {
+                let mut out = sluice_io::OutputFile::create(&json)?;
+                serde_json::to_writer_pretty(&mut out, &reports)?;
+                out.commit()?;
+                println!("wrote {}", json.display());
+            }
             if !no_save {
                 let path =
                     CostTable::default_path().context("no cache directory for the probe table")?;

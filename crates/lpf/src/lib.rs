@@ -19,6 +19,14 @@
 //! int main(void) { return lpf_exec(LPF_ROOT, LPF_MAX_P, spmd, LPF_NO_ARGS); }
 //! ```
 //! The C acceptance tests are `tests/c/*.c`, run by `tests/run_c_tests.sh target/release`.
+//!
+//! # Modules
+//! Private modules are named in code font; all but `machine` hold `unsafe` code.
+//! - [`consts`]: LPF's constants (`LPF_ROOT`, `LPF_SUCCESS`, …) as exported data, and the C types.
+//! - [`ffi`]: the `extern "C"` functions, each body inside `catch_unwind`.
+//! - `ops`: the primitives that act on a context, as values, and `apply`, which runs one.
+//! - `root`: `LPF_ROOT` as a section of one process on its own thread.
+//! - `machine`: the root's processor count and `lpf_probe`'s cost functions (environment).
 
 #![warn(missing_docs)]
 

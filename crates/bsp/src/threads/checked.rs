@@ -15,27 +15,34 @@
 //! # Costs
 //! O(m log m) per process and sync for m messages touching its memory, plus O(p).
 
-use crate::threads::Ctx;
+use super::group::Group;
+use super::queues::Frozen;
+use crate::memreg::Register;
 use crate::{Error, Pid};
 
 /// A byte interval `[start, end)` of the address space.
 type Span = (usize, usize);
 
-/// Runs rules 1 and 2 for the calling process; called inside `sync` after barrier B1.
-pub(crate) fn check_sync(ctx: &Ctx, par: usize) -> Result<(), Error> {
-    let me = ctx.pid_usize();
+/// Runs rules 1 and 2 for process `me` of `group`, whose register is `reg`; called inside the
+/// sync of parity `par` after barrier B1, with that parity's queues frozen.
+pub(crate) fn check_sync(
+    group: &Group,
+    queues: &Frozen<'_>,
+    me: usize,
+    par: usize,
+    reg: &Register,
+) -> Result<(), Error> {
     let pid = me as Pid;
-    let hashes = ctx.reg_hashes(par);
+    let hashes = group.reg_hashes(par);
     if hashes.iter().any(|&h| h != hashes[0]) {
         let what = "global registrations or deregistrations since the last sync differ between \
                     processes (they must be collective, in the same order)";
         return Err(Error::Checked { pid, what: what.to_string() });
     }
-    let reg = ctx.own_register();
     let mut reads: Vec<Span> = Vec::new();
     let mut writes: Vec<Span> = Vec::new();
-    for j in 0..ctx.group_p() {
-        let incoming = ctx.frozen_queue(j, me, par);
+    for j in 0..group.p {
+        let incoming = queues.queue(j, me);
         for r in &incoming.puts {
             let len = r.len as usize;
             if let Ok(dst) = reg.resolve_global(pid, r.dst_slot as usize, r.dst_offset, len) {
@@ -48,7 +55,7 @@ pub(crate) fn check_sync(ctx: &Ctx, par: usize) -> Result<(), Error> {
                 push_span(&mut reads, src as usize, len);
             }
         }
-        let outgoing = ctx.frozen_queue(me, j, par);
+        let outgoing = queues.queue(me, j);
         for r in &outgoing.puts {
             push_span(&mut reads, r.src as usize, r.len as usize);
         }
