@@ -51,7 +51,7 @@ fn import_bytes_are_unchanged_by_the_split() {
     if let Some(p) = shared("real/ca-GrQc/CA-GrQc.txt") {
         let mut o = opts(Format::Snap, Some(true));
         o.id_bytes = Some(4);
-        got.push(("snap-directed", meta_crc(&[p.clone()], &o, &store("a"))));
+        got.push(("snap-directed", meta_crc(std::slice::from_ref(&p), &o, &store("a"))));
         let mut o = opts(Format::Snap, Some(false));
         o.simple = true;
         got.push(("snap-undirected-simple", meta_crc(&[p], &o, &store("b"))));
@@ -113,7 +113,7 @@ fn import_bytes_are_unchanged_by_the_split() {
     got.push(("kronecker-file", crc32fast::hash(&std::fs::read(&kron).unwrap())));
     let mut o = opts(Format::Bin, None);
     o.bin_weight = BinWeight::F32;
-    got.push(("bin-f32", meta_crc(&[kron.clone()], &o, &store("g"))));
+    got.push(("bin-f32", meta_crc(std::slice::from_ref(&kron), &o, &store("g"))));
     o.simple = true;
     o.directed = Some(false);
     got.push(("bin-f32-undirected-simple", meta_crc(&[kron], &o, &store("h"))));
@@ -149,5 +149,96 @@ fn import_bytes_are_unchanged_by_the_split() {
     for (name, crc) in &got {
         let (_, w) = want.iter().find(|(n, _)| n == name).unwrap();
         assert_eq!(crc, w, "{name}: the store's bytes changed ({crc:#010x})");
+    }
+}
+
+/// Library errors speak the library's language (issue 10, item 5): each refusal is its own
+/// variant carrying the values, and no message names a command-line flag.
+#[test]
+fn import_and_kronecker_refusals_carry_their_values_and_name_no_flag() {
+    use sluice_graph::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = PipelineBuilder::new().build().unwrap();
+    let run = |inputs: &[PathBuf], o: &ImportOptions, out: &Path| {
+        import(inputs, out, o, &pipeline, &Budget::unlimited()).unwrap_err()
+    };
+    let snap = dir.path().join("g.txt");
+    std::fs::write(&snap, "1 2\n").unwrap();
+    let out = dir.path().join("g.grid");
+    let mut errors = Vec::new();
+
+    let e = run(&[], &opts(Format::Snap, Some(true)), &out);
+    assert!(matches!(e, Error::NoInput), "{e:?}");
+    errors.push(e);
+    let e = run(&[snap.clone()], &opts(Format::Snap, None), &out);
+    assert!(matches!(&e, Error::NoDirection { path, .. } if *path == snap), "{e:?}");
+    errors.push(e);
+    let mut o = opts(Format::Snap, Some(true));
+    o.id_bytes = Some(2);
+    let e = run(&[snap.clone()], &o, &out);
+    assert!(matches!(e, Error::BadIdBytes { bytes: 2 }), "{e:?}");
+    errors.push(e);
+    let e = run(&[snap.clone(), snap.clone()], &opts(Format::Mtx, Some(true)), &out);
+    assert!(matches!(e, Error::InputCount { given: 2, .. }), "{e:?}");
+    errors.push(e);
+    let e = run(&[snap.clone(), snap.clone(), snap.clone()], &opts(Format::Ldbc, None), &out);
+    assert!(matches!(e, Error::InputCount { given: 3, .. }), "{e:?}");
+    errors.push(e);
+    let e = run(&[snap.clone(), snap.clone()], &opts(Format::Ldbc, None), &out);
+    assert!(matches!(e, Error::NoDirection { .. }), "{e:?}");
+    errors.push(e);
+    let mtx = dir.path().join("g.mtx");
+    std::fs::write(&mtx, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n").unwrap();
+    let e = run(&[mtx.clone()], &opts(Format::Mtx, None), &out);
+    assert!(matches!(&e, Error::NoDirection { path, .. } if *path == mtx), "{e:?}");
+    errors.push(e);
+
+    // An existing target: refused without `force`; a directory that is not a store, always.
+    let o = opts(Format::Snap, Some(true));
+    import(&[snap.clone()], &out, &o, &pipeline, &Budget::unlimited()).unwrap();
+    let e = run(&[snap.clone()], &o, &out);
+    assert!(matches!(&e, Error::TargetExists { path } if *path == out), "{e:?}");
+    errors.push(e);
+    let mut forced = o.clone();
+    forced.force = true;
+    import(&[snap.clone()], &out, &forced, &pipeline, &Budget::unlimited()).unwrap();
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("keep.txt"), "mine").unwrap();
+    let e = run(&[snap.clone()], &forced, &other);
+    assert!(matches!(&e, Error::TargetNotAStore { path } if *path == other), "{e:?}");
+    assert!(other.join("keep.txt").is_file());
+    errors.push(e);
+
+    let k = dir.path().join("k.bin");
+    for (scale, edge_factor) in [(0, 16), (33, 16)] {
+        let e = kronecker::generate(
+            &GenOptions { scale, edge_factor, seed: 1, weights: false },
+            &k,
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BadScale { scale: s } if s == scale), "{e:?}");
+        errors.push(e);
+    }
+    for (scale, edge_factor) in [(4, 0), (32, 1 << 32)] {
+        let e = kronecker::generate(
+            &GenOptions { scale, edge_factor, seed: 1, weights: false },
+            &k,
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, Error::BadEdgeFactor { edge_factor: f, .. } if f == edge_factor),
+            "{e:?}"
+        );
+        errors.push(e);
+    }
+    assert!(!k.exists());
+
+    for e in &errors {
+        let text = e.to_string();
+        assert!(!text.contains("--"), "a flag in {text:?}");
+        println!("{text}");
     }
 }
