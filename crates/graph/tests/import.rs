@@ -170,12 +170,12 @@ fn import_and_kronecker_refusals_carry_their_values_and_name_no_flag() {
     let e = run(&[], &opts(Format::Snap, Some(true)), &out);
     assert!(matches!(e, Error::NoInput), "{e:?}");
     errors.push(e);
-    let e = run(&[snap.clone()], &opts(Format::Snap, None), &out);
+    let e = run(std::slice::from_ref(&snap), &opts(Format::Snap, None), &out);
     assert!(matches!(&e, Error::NoDirection { path, .. } if *path == snap), "{e:?}");
     errors.push(e);
     let mut o = opts(Format::Snap, Some(true));
     o.id_bytes = Some(2);
-    let e = run(&[snap.clone()], &o, &out);
+    let e = run(std::slice::from_ref(&snap), &o, &out);
     assert!(matches!(e, Error::BadIdBytes { bytes: 2 }), "{e:?}");
     errors.push(e);
     let e = run(&[snap.clone(), snap.clone()], &opts(Format::Mtx, Some(true)), &out);
@@ -189,23 +189,23 @@ fn import_and_kronecker_refusals_carry_their_values_and_name_no_flag() {
     errors.push(e);
     let mtx = dir.path().join("g.mtx");
     std::fs::write(&mtx, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n").unwrap();
-    let e = run(&[mtx.clone()], &opts(Format::Mtx, None), &out);
+    let e = run(std::slice::from_ref(&mtx), &opts(Format::Mtx, None), &out);
     assert!(matches!(&e, Error::NoDirection { path, .. } if *path == mtx), "{e:?}");
     errors.push(e);
 
     // An existing target: refused without `force`; a directory that is not a store, always.
     let o = opts(Format::Snap, Some(true));
-    import(&[snap.clone()], &out, &o, &pipeline, &Budget::unlimited()).unwrap();
-    let e = run(&[snap.clone()], &o, &out);
+    import(std::slice::from_ref(&snap), &out, &o, &pipeline, &Budget::unlimited()).unwrap();
+    let e = run(std::slice::from_ref(&snap), &o, &out);
     assert!(matches!(&e, Error::TargetExists { path } if *path == out), "{e:?}");
     errors.push(e);
     let mut forced = o.clone();
     forced.force = true;
-    import(&[snap.clone()], &out, &forced, &pipeline, &Budget::unlimited()).unwrap();
+    import(std::slice::from_ref(&snap), &out, &forced, &pipeline, &Budget::unlimited()).unwrap();
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::write(other.join("keep.txt"), "mine").unwrap();
-    let e = run(&[snap.clone()], &forced, &other);
+    let e = run(std::slice::from_ref(&snap), &forced, &other);
     assert!(matches!(&e, Error::TargetNotAStore { path } if *path == other), "{e:?}");
     assert!(other.join("keep.txt").is_file());
     errors.push(e);
