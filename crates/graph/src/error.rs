@@ -91,6 +91,65 @@ pub enum Error {
     /// The graph is too large for this format version.
     #[error("{0}")]
     TooLarge(String),
+    /// An import was given no input file.
+    #[error("no input file given")]
+    NoInput,
+    /// The import target exists, and replacing it was not asked for.
+    #[error("{path} already exists")]
+    TargetExists {
+        /// The target.
+        path: PathBuf,
+    },
+    /// The import target is a non-empty directory that is not a grid store: never replaced.
+    #[error("{path} exists and is not a grid store; not replacing it")]
+    TargetNotAStore {
+        /// The target.
+        path: PathBuf,
+    },
+    /// Original ids are 4 or 8 bytes wide.
+    #[error("ids are 4 or 8 bytes wide, not {bytes}")]
+    BadIdBytes {
+        /// The width asked for.
+        bytes: u8,
+    },
+    /// The input does not say whether the graph is directed, and the options do not either.
+    #[error("{path}: {input} does not say its direction")]
+    NoDirection {
+        /// The input file.
+        path: PathBuf,
+        /// What the input is ("a SNAP edge list").
+        input: &'static str,
+    },
+    /// The input format takes another number of files.
+    #[error("{format} import takes {expected}, not {given} files")]
+    InputCount {
+        /// The format.
+        format: &'static str,
+        /// The files it takes.
+        expected: &'static str,
+        /// The number of files given.
+        given: usize,
+    },
+    /// A vertex has 2^32 or more edges out or in: more than a store's degree array holds.
+    #[error("vertex {id} has a degree of 2^32 or more")]
+    DegreeOverflow {
+        /// The original id.
+        id: u64,
+    },
+    /// A Kronecker scale outside 1..=32.
+    #[error("Kronecker scale {scale} is not in 1..=32")]
+    BadScale {
+        /// The scale asked for.
+        scale: u32,
+    },
+    /// A Kronecker edge factor that gives no edge, or more than 2^64 - 1.
+    #[error("edge factor {edge_factor} at scale {scale} gives no edge or more than 2^64 - 1")]
+    BadEdgeFactor {
+        /// The edge factor asked for.
+        edge_factor: u64,
+        /// The scale.
+        scale: u32,
+    },
     /// The import was interrupted by a signal; temporary files were removed.
     #[error("interrupted")]
     Interrupted,
@@ -107,12 +166,7 @@ impl Error {
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, what: &str, source: std::io::Error) -> Error {
-        let what = if source.raw_os_error() == Some(28) {
-            format!("{what}: no space left on device (free some space or use --tmp-dir)")
-        } else {
-            what.to_string()
-        };
-        Error::Io { path: path.into(), what, source }
+        Error::Io { path: path.into(), what: what.to_string(), source }
     }
 
     pub(crate) fn corrupt(path: impl Into<PathBuf>, msg: impl Into<String>) -> Error {

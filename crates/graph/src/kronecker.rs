@@ -46,14 +46,14 @@ pub fn generate(
     progress: Option<&std::sync::atomic::AtomicU64>,
 ) -> Result<u64, Error> {
     if opts.scale == 0 || opts.scale > 32 {
-        return Err(Error::Config(format!("--scale {} is not in 1..=32", opts.scale)));
-    }
-    if opts.edge_factor == 0 {
-        return Err(Error::Config("--edge-factor must be at least 1".into()));
+        return Err(Error::BadScale { scale: opts.scale });
     }
     let n = 1u64 << opts.scale;
-    let m =
-        opts.edge_factor.checked_mul(n).ok_or_else(|| Error::Config("too many edges".into()))?;
+    let m = opts
+        .edge_factor
+        .checked_mul(n)
+        .filter(|&m| m > 0)
+        .ok_or(Error::BadEdgeFactor { edge_factor: opts.edge_factor, scale: opts.scale })?;
     let mut perm: Vec<u32> = (0..n).map(|v| v as u32).collect();
     perm.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(opts.seed ^ 0x9e37_79b9_7f4a_7c15));
     let mut file =

@@ -1,0 +1,253 @@
+//! Pass 3: one column group's bucket at a time, sorted into grid blocks and appended to
+//! `<grid>.edges` (and `<grid>.weights`), then the block index. Within a block, edges sort by
+//! (d, s), then weight; `simple` (rule 3) then drops duplicates (keeping the smallest weight)
+//! and self loops.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use sluice_io::Budget;
+
+use super::buckets::Bucket;
+use crate::Error;
+use crate::store::{self, FileSum, GridIndex, Meta, SumWriter};
+
+/// The degree arrays pass 3 fills while it writes the forward grid.
+#[derive(Debug)]
+pub(super) struct Degrees<'a> {
+    /// Out-degree per dense id.
+    pub(super) out_deg: &'a mut [u32],
+    /// In-degree per dense id.
+    pub(super) in_deg: &'a mut [u32],
+    /// Original id per dense id (to name a vertex whose degree overflows).
+    pub(super) ids: &'a [u64],
+}
+
+/// The files of one grid and what they hold.
+#[derive(Debug)]
+pub(super) struct GridWritten {
+    /// Name and checksum of each file written.
+    pub(super) files: Vec<(String, FileSum)>,
+    /// Edges stored.
+    pub(super) edges: u64,
+    /// Self loops stored.
+    pub(super) self_loops: u64,
+}
+
+/// Writes grid `grid` (`fwd` or `rev`) into `dir` from its `buckets`, one per column group of
+/// `cols_per_group` partitions, deleting each bucket once read; the layout, weights and
+/// `simple` come from `meta`. Fills `degrees` when given.
+pub(super) fn write_grid(
+    dir: &Path,
+    grid: &str,
+    buckets: &[Bucket],
+    meta: &Meta,
+    cols_per_group: u64,
+    mut degrees: Option<Degrees<'_>>,
+    budget: &Budget,
+) -> Result<GridWritten, Error> {
+    let p = meta.partitions;
+    let psize = meta.partition_size;
+    let weighted = meta.weighted;
+    let nblocks = (p * p) as usize;
+    let mut index = GridIndex { offsets: vec![0; nblocks + 1], crcs: vec![0; nblocks] };
+    let epath = dir.join(format!("{grid}.edges"));
+    let wpath = dir.join(format!("{grid}.weights"));
+    let mut ew = SumWriter::create(&epath)?;
+    let mut ww = if weighted { Some(SumWriter::create(&wpath)?) } else { None };
+    let mut written = 0u64;
+    let mut self_loops = 0u64;
+    let mut block_counts = vec![0u64; nblocks];
+    for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
+        let _res = budget.reserve(
+            &format!("sorting column group {g} of the {grid} grid"),
+            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
+        )?;
+        let data =
+            std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
+        if data.len() as u64 != *bytes {
+            return Err(Error::corrupt(path, "scratch file has the wrong length"));
+        }
+        // Best effort: frees the disk early; the scratch directory goes with its `TempDir`.
+        let _ = std::fs::remove_file(path);
+        let dp0 = g as u64 * cols_per_group;
+        let cols = cols_per_group.min(p - dp0.min(p)) as usize;
+        let gblocks = cols * p as usize;
+        let sorted = sort_group(data, meta, dp0, gblocks);
+        // Write the blocks in order: (dp, sp) ascending is stream order.
+        let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
+        let mut wbuf: Vec<u8> = Vec::new();
+        for bi in 0..gblocks {
+            let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+            let b = (dp * p + sp) as usize;
+            let (keys, weights) = sorted.block(bi);
+            let len = keys.len();
+            ebuf.clear();
+            wbuf.clear();
+            for (i, &x) in keys.iter().enumerate() {
+                let (d, s) = ((x >> 16) as u64, (x & 0xffff) as u64);
+                ebuf.extend_from_slice(&(s as u16).to_le_bytes());
+                ebuf.extend_from_slice(&(d as u16).to_le_bytes());
+                if weighted {
+                    wbuf.extend_from_slice(&weights[i].to_le_bytes());
+                }
+                if sp == dp && s == d {
+                    self_loops += 1;
+                }
+                if let Some(deg) = degrees.as_mut() {
+                    let sg = (sp * psize + s) as usize;
+                    let dg = (dp * psize + d) as usize;
+                    deg.out_deg[sg] = deg.out_deg[sg]
+                        .checked_add(1)
+                        .ok_or_else(|| Error::DegreeOverflow { id: deg.ids[sg] })?;
+                    deg.in_deg[dg] = deg.in_deg[dg]
+                        .checked_add(1)
+                        .ok_or_else(|| Error::DegreeOverflow { id: deg.ids[dg] })?;
+                }
+            }
+            index.crcs[b] = crc32fast::hash(&ebuf);
+            block_counts[b] = len as u64;
+            ew.write(&ebuf)?;
+            if let Some(ww) = ww.as_mut() {
+                ww.write(&wbuf)?;
+            }
+            written += len as u64;
+        }
+    }
+    // Blocks were written in column-major order because groups are column ranges and keys sort
+    // by (dp, sp): offsets are the prefix sums of the counts.
+    for (b, &count) in block_counts.iter().enumerate() {
+        index.offsets[b + 1] = index.offsets[b] + count;
+        if count == 0 {
+            index.crcs[b] = crc32fast::hash(&[]);
+        }
+    }
+    let mut files = vec![(format!("{grid}.edges"), ew.finish()?)];
+    if let Some(ww) = ww {
+        files.push((format!("{grid}.weights"), ww.finish()?));
+    }
+    let ipath = dir.join(format!("{grid}.index"));
+    files.push((format!("{grid}.index"), store::write_file(&ipath, &index.to_bytes())?));
+    Ok(GridWritten { files, edges: written, self_loops })
+}
+
+/// One column group's edges as sorted blocks: block `bi` (`(dp - dp0) * p + sp`) holds keys
+/// `(d - dp·psize) << 16 | (s - sp·psize)` at `keys[starts[bi]..][..lens[bi]]`, weights beside.
+#[derive(Debug)]
+struct SortedGroup {
+    keys: Vec<u32>,
+    weights: Vec<f64>,
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+}
+
+impl SortedGroup {
+    /// The keys and (when weighted) weights of block `bi`.
+    fn block(&self, bi: usize) -> (&[u32], &[f64]) {
+        let range = self.starts[bi]..self.starts[bi] + self.lens[bi];
+        let weights = if self.weights.is_empty() { &[][..] } else { &self.weights[range.clone()] };
+        (&self.keys[range], weights)
+    }
+}
+
+/// Sorts the bucket `data` of the column group whose first column is `dp0` (`gblocks` blocks)
+/// and applies `meta.simple`. Frees `data` before the per-block sorts.
+fn sort_group(data: Vec<u8>, meta: &Meta, dp0: u64, gblocks: usize) -> SortedGroup {
+    let (p, psize, weighted, simple) =
+        (meta.partitions, meta.partition_size, meta.weighted, meta.simple);
+    let rec = if weighted { 16 } else { 8 };
+    // Counting sort by block (dp, sp) of the group, then a small sort per block by (d, s)
+    // (and weight, rule 3), blocks in parallel: cache-sized sorts instead of one big one.
+    let decode = |c: &[u8]| -> (u64, u64) {
+        (
+            u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64,
+            u32::from_le_bytes([c[4], c[5], c[6], c[7]]) as u64,
+        )
+    };
+    let mut starts = vec![0usize; gblocks + 1];
+    for c in data.chunks_exact(rec) {
+        let (s, d) = decode(c);
+        starts[((d / psize - dp0) * p + s / psize) as usize + 1] += 1;
+    }
+    for i in 0..gblocks {
+        starts[i + 1] += starts[i];
+    }
+    let mut fill = starts.clone();
+    let mut keys = vec![0u32; data.len() / rec];
+    let mut ws = if weighted { vec![0f64; keys.len()] } else { Vec::new() };
+    for c in data.chunks_exact(rec) {
+        let (s, d) = decode(c);
+        let (sp, dp) = (s / psize, d / psize);
+        let bi = ((dp - dp0) * p + sp) as usize;
+        let at = fill[bi];
+        fill[bi] += 1;
+        keys[at] = (((d - dp * psize) << 16) | (s - sp * psize)) as u32;
+        if weighted {
+            ws[at] = f64::from_le_bytes(c[8..16].try_into().unwrap_or([0; 8]));
+        }
+    }
+    drop(data);
+    // Split into per-block slices and sort them in parallel.
+    let mut kslices: Vec<&mut [u32]> = Vec::with_capacity(gblocks);
+    let mut wslices: Vec<&mut [f64]> = Vec::with_capacity(gblocks);
+    {
+        let (mut krest, mut wrest) = (&mut keys[..], &mut ws[..]);
+        for i in 0..gblocks {
+            let len = starts[i + 1] - starts[i];
+            let (k, kr) = krest.split_at_mut(len);
+            krest = kr;
+            kslices.push(k);
+            if weighted {
+                let (w, wr) = wrest.split_at_mut(len);
+                wrest = wr;
+                wslices.push(w);
+            }
+        }
+    }
+    let lens: Vec<usize> = if weighted {
+        kslices
+            .par_iter_mut()
+            .zip(wslices.par_iter_mut())
+            .enumerate()
+            .map(|(bi, (k, w))| {
+                let mut pairs: Vec<(u32, f64)> = k.iter().copied().zip(w.iter().copied()).collect();
+                pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                if simple {
+                    pairs.dedup_by_key(|a| a.0);
+                    let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                    if dp == sp {
+                        pairs.retain(|&(x, _)| x >> 16 != x & 0xffff);
+                    }
+                }
+                for (i, (x, y)) in pairs.iter().enumerate() {
+                    k[i] = *x;
+                    w[i] = *y;
+                }
+                pairs.len()
+            })
+            .collect()
+    } else {
+        kslices
+            .par_iter_mut()
+            .enumerate()
+            .map(|(bi, k)| {
+                k.sort_unstable();
+                if !simple {
+                    return k.len();
+                }
+                let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                let mut n = 0;
+                for i in 0..k.len() {
+                    let x = k[i];
+                    if (n > 0 && k[n - 1] == x) || (dp == sp && x >> 16 == x & 0xffff) {
+                        continue;
+                    }
+                    k[n] = x;
+                    n += 1;
+                }
+                n
+            })
+            .collect()
+    };
+    SortedGroup { keys, weights: ws, starts, lens }
+}
