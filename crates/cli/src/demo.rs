@@ -62,14 +62,14 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     let report = stats::stats(&npy_path, &Default::default(), &pipeline, &budget)?;
     drop(progress);
-    println!("\n== sluice stats {}  ({} values of f64)", npy_path.display(), report.count);
+    println!("\n== sluice stats {}  ({} values of f64)", npy_path.display(), report.figures.count);
     println!(
         "   nan_count {}  mean {}  min {}  max {}  variance {}",
-        report.nan_count,
-        show(report.mean.as_ref()),
-        show(report.min.as_ref()),
-        show(report.max.as_ref()),
-        show(report.variance.as_ref()),
+        report.figures.nan_count,
+        show(report.figures.mean.as_ref()),
+        show(report.figures.min.as_ref()),
+        show(report.figures.max.as_ref()),
+        show(report.figures.variance.as_ref()),
     );
     print_run(&report.run);
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_io::RunStats;
-use sluice_kernels::{Hinted, StatsConfig, StatsReport, hints};
+use sluice_kernels::{Hinted, KernelError, StatsConfig, StatsReport, hints};
 
 use crate::common::{PipelineArgs, Progress};
 
@@ -63,7 +63,17 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let progress = Progress::start("stats", total, true);
     let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
-    let report = sluice_kernels::stats::stats(&args.file, &config, &pipeline, &budget)?;
+    let report = sluice_kernels::stats::stats(&args.file, &config, &pipeline, &budget).map_err(
+        |e| match e {
+            KernelError::RawNeedsDtype { .. } => {
+                anyhow::Error::new(e).context("give --dtype for a raw array")
+            }
+            KernelError::DtypeMismatch { what, .. } => {
+                anyhow::Error::new(e).context(format!("--{what}"))
+            }
+            e => e.into(),
+        },
+    )?;
     drop(progress);
     let text = if args.json { serde_json::to_string(&report)? + "\n" } else { table(&report) };
     // A closed pipe (`| head`) is not an error worth a message.
@@ -87,19 +97,20 @@ fn table(r: &StatsReport) -> String {
         r.dtype,
         shape.join(", ")
     );
+    let f = &r.figures;
     for (name, value) in [
-        ("count", r.count.to_string()),
-        ("nan_count", r.nan_count.to_string()),
-        ("sum", r.sum.to_string()),
-        ("min", opt(&r.min)),
-        ("max", opt(&r.max)),
-        ("mean", opt(&r.mean)),
-        ("variance", opt(&r.variance)),
-        ("variance_sample", opt(&r.variance_sample)),
+        ("count", f.count.to_string()),
+        ("nan_count", f.nan_count.to_string()),
+        ("sum", f.sum.to_string()),
+        ("min", opt(&f.min)),
+        ("max", opt(&f.max)),
+        ("mean", opt(&f.mean)),
+        ("variance", opt(&f.variance)),
+        ("variance_sample", opt(&f.variance_sample)),
     ] {
         out.push_str(&format!("{name:<16} {value}\n"));
     }
-    if let Some(h) = &r.histogram {
+    if let Some(h) = &f.histogram {
         out.push_str("histogram\n");
         let last = h.counts.len() - 1;
         for (i, c) in h.counts.iter().enumerate() {
