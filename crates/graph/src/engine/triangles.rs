@@ -1,28 +1,19 @@
-//! Per-vertex triangle counts, the primitive under LCC: [`Graph::triangles_per_vertex`].
+//! Per-vertex triangle counts, the primitive under LCC: [`Graph::triangles_per_vertex`] (its doc
+//! is the contract: what is computed, memory, costs). How:
 //!
-//! # What it computes
-//! On the simple graph under the store (lists as sets: duplicate edges and self loops are
-//! ignored), with N(v) = N_in(v) ∪ N_out(v): per vertex v, d(v) = |N(v)| and
-//! `t(v) = Σ_{u ∈ N(v)} |N(v) ∩ N_out(u)|`, the edges among v's neighbours as ordered pairs (a
-//! two-way pair twice). Equivalently, t(v) is a sum over the triangles of the undirected simple
-//! graph through v, each adding the number (1 or 2) of directed edges between its other two
-//! corners. Both are exact integers whichever path computes them.
-//!
-//! # In memory (the usual case): triangle listing
+//! In memory (the usual case): t(v) is a sum over the triangles of the undirected simple graph
+//! through v, each adding the number (1 or 2) of directed edges between its other two corners.
 //! A pass over the in-lists and one over the out-lists (sets) build, per undirected pair, one
 //! entry in the list of its lower-ranked end (rank: stored degree, then id) tagged with that
 //! count; each triangle {a < b < c} is then found once, from a's marked list and b's list, in
 //! O(m^1.5) work however skewed the degrees. Vertices are renumbered by rank first, so the hubs'
-//! entries cluster in cache. Memory: 4 bytes per stored out-edge plus 40 per vertex, and per
-//! thread 9 more per vertex (marks, t), beside [`Graph::open`]'s.
+//! entries cluster in cache.
 //!
-//! # Out of core (when that does not fit the budget): windows of out-lists
-//! The out-lists are cut into windows that fit ([`Graph::adjacency_windows`]); per window, one
-//! [`Graph::stream_adjacency`] pass over the N(v) sets adds, for every `u ∈ N(v)` whose out-list
-//! the window holds, `|N(v) ∩ N_out(u)|`. Memory: 12 bytes per vertex plus a |V|-bit bitmap per
-//! thread, one partition's lists, and the window. The work is Σ over neighbour pairs (v, u) of
-//! min(|N(v)|, |N_out(u)|) set operations, which on skewed graphs grows much faster than |E|
-//! (Kronecker scale 20: ~50 s on two cores).
+//! Out of core (when that does not fit the budget): the out-lists are cut into windows that fit
+//! ([`Graph::adjacency_windows`]); per window, one [`Graph::stream_adjacency`] pass over the
+//! N(v) sets adds, for every `u ∈ N(v)` whose out-list the window holds, `|N(v) ∩ N_out(u)|`.
+//!
+//! The budget reservations keep their `lcc …` names (they appear in budget errors).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -31,10 +22,25 @@ use rayon::prelude::*;
 use crate::{Adjacency, Error, Graph, Neighbours, VertexId};
 
 impl Graph {
-    /// `f(d(v), t(v))` for every vertex v, in vertex order (see the module doc for d and t):
-    /// by triangle listing when its lists fit the budget, else by windows of out-lists.
-    /// Every list read is checked against its block's CRC-32; the in- and out-lists must hold
-    /// the same edges (else [`Error::Corrupt`]).
+    /// `f(d(v), t(v))` for every vertex v, in vertex order on the calling thread, where on the
+    /// simple graph under the store (lists as sets: duplicate edges and self loops are ignored),
+    /// with N(v) = N_in(v) ∪ N_out(v): d(v) = |N(v)| and `t(v) = Σ_{u ∈ N(v)} |N(v) ∩ N_out(u)|`,
+    /// the edges among v's neighbours as ordered pairs (a two-way pair twice). Both are exact
+    /// integers, the same on either path below.
+    ///
+    /// * **Triangle listing**, when its lists fit the budget: O(m^1.5) work however skewed the
+    ///   degrees, and two passes (the in-lists, then the out-lists). Memory: 4 bytes per stored
+    ///   out-edge plus 40 per vertex, and per thread 9 more per vertex (marks, t), beside
+    ///   [`Graph::open`]'s.
+    /// * **Windows of out-lists** otherwise (any budget that holds one partition's lists beside
+    ///   the window): per window, a load of its out-lists and one pass over the N(v) sets.
+    ///   Memory: 12 bytes per vertex plus a |V|-bit bitmap per thread, one partition's lists,
+    ///   and the window. The work is Σ over neighbour pairs (v, u) of min(|N(v)|, |N_out(u)|)
+    ///   set operations, which on skewed graphs grows much faster than |E| (Kronecker scale 20:
+    ///   ~50 s on two cores).
+    ///
+    /// Every list read is checked against its block's CRC-32; when the in- and out-lists hold
+    /// different edges the result is [`Error::Corrupt`].
     pub fn triangles_per_vertex<R>(&self, f: impl Fn(u32, u64) -> R) -> Result<Vec<R>, Error> {
         match listed(self, &f)? {
             Some(x) => Ok(x),
