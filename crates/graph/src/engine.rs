@@ -45,6 +45,7 @@ use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
 /// Per-partition neighbour lists (CDLP, LCC); a child module so it reads the grids as passes do.
 #[path = "adjacency.rs"]
 pub(crate) mod adjacency;
+mod triangles;
 
 /// A dense vertex id (`0..n`, in original id order).
 pub type VertexId = u32;
