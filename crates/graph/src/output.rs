@@ -105,3 +105,34 @@ pub fn read_vector(g: &Graph, path: &Path) -> Result<Vec<f64>, Error> {
     }
     Ok(x)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_writes_infinity_unreached_and_labels_as_ldbc_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = [10u64, 20, 30];
+        let out = dir.path().join("f");
+        write(&out, &ids, Values::F64(&[0.5, f64::INFINITY, 0.0])).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "10 5e-1\n20 infinity\n30 0e0\n");
+        let depth = [0, u32::MAX, 1];
+        write(&out, &ids, Values::U32 { values: &depth, unreached: i64::MAX }).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text, "10 0\n20 9223372036854775807\n30 1\n");
+        write(&out, &ids, Values::Label(&[0, 0, 2])).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "10 10\n20 10\n30 30\n");
+    }
+
+    #[test]
+    fn npy_records_read_back_through_the_validator() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("f.npy");
+        write(&out, &[7, 9], Values::F64(&[1.5, f64::INFINITY])).unwrap();
+        let back = validate::read_values(&out).unwrap();
+        let got: Vec<(u64, f64)> =
+            back.entries.iter().map(|e| (e.id, validate::parse_f64(&e.value).unwrap())).collect();
+        assert_eq!(got, vec![(7, 1.5), (9, f64::INFINITY)]);
+    }
+}

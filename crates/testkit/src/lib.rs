@@ -4,11 +4,15 @@
 //!   dependency and is the same on every machine.
 //! * [`generate_npy`]: a `.npy` of f64 values in [0, 1) with NaNs at fixed places.
 //! * [`generate_records`]: newline-terminated text records with a planted pattern.
+//! * [`ldbc_properties`], [`assert_error`], [`output_text`]: what the CLI's black-box tests
+//!   share (reading an LDBC `.properties` file, checking a failed run).
 //!
 //! The same seed gives the same bytes, always: tests and the demo may state exact answers.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use std::process::Output;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): `next_u64` walks a Weyl sequence and mixes it.
@@ -84,6 +88,38 @@ pub fn generate_records(
     Ok(planted)
 }
 
+/// An LDBC `.properties` file as `key → value`, each key without its `graph.<name>.` prefix
+/// (`graph.g.bfs.source-vertex` → `bfs.source-vertex`); `#` lines are comments.
+pub fn ldbc_properties(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| {
+            let k = k.trim();
+            (k.splitn(3, '.').nth(2).unwrap_or(k).to_string(), v.trim().to_string())
+        })
+        .collect()
+}
+
+/// A run's standard output then standard error, for assertion messages.
+pub fn output_text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Asserts that a run failed cleanly: exit status 2, no panic, and every one of `needles` in
+/// its standard error.
+#[track_caller]
+pub fn assert_error(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "expected exit 2: {}", output_text(out));
+    assert!(!err.contains("panicked"), "panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} not in {err:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +150,19 @@ mod tests {
         let text = std::fs::read_to_string(&txt).unwrap();
         assert_eq!(text.lines().filter(|l| l.contains("aaaaa")).count() as u64, planted);
         assert!(text.lines().all(|l| l.len() == 127));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn properties_lose_their_graph_prefix() {
+        let dir = std::env::temp_dir().join(format!("sluice-testkit-p-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("g.properties");
+        std::fs::write(&p, "# c\ngraph.g.bfs.source-vertex = 7\ngraph.g.directed=true\n").unwrap();
+        let props = ldbc_properties(&p);
+        assert_eq!(props["bfs.source-vertex"], "7");
+        assert_eq!(props["directed"], "true");
+        assert_eq!(props.len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
