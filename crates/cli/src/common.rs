@@ -1,6 +1,8 @@
-//! Options every streaming subcommand shares, and the progress bar.
+//! What every subcommand shares: the pipeline options, the progress bar, the one stdout writer
+//! ([`say!`], [`print`], [`write_or_close`]) and the one printer of a pass's [`RunStats`].
 
-use std::io::IsTerminal;
+use std::fmt;
+use std::io::{ErrorKind, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,7 +11,34 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use sluice_io::{Budget, DirectMode, Engine, PipelineBuilder};
+use sluice_io::{Budget, DirectMode, Engine, PipelineBuilder, RunStats};
+
+/// `println!` through [`print`]: returns (with `?`) an error instead of panicking, and a closed
+/// pipe is success.
+macro_rules! say {
+    ($($t:tt)*) => {
+        $crate::common::print(format_args!("{}\n", format_args!($($t)*)))?
+    };
+}
+pub(crate) use say;
+
+/// Writes `text` to standard output. A reader that stops early (`| head`) closes the pipe: that
+/// is not an error, and what follows is dropped (see [`write_or_close`]).
+pub(crate) fn print(text: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    write_or_close(&mut false, std::io::stdout().lock().write_fmt(text))
+}
+
+/// The stdout policy of every subcommand: passes write errors on, except a closed pipe, which
+/// sets `closed` (the caller stops writing) and counts as success, as in grep.
+pub(crate) fn write_or_close(closed: &mut bool, result: std::io::Result<()>) -> anyhow::Result<()> {
+    match result {
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => {
+            *closed = true;
+            Ok(())
+        }
+        other => other.context("writing to stdout"),
+    }
+}
 
 /// Pipeline and budget options (flattened into every subcommand that streams data).
 #[derive(Debug, Clone, Args)]
@@ -61,7 +90,7 @@ impl PipelineArgs {
             Some(text) => sluice_io::parse_size(text)?,
             None => sluice_io::memory::default_budget(),
         };
-        Ok(Budget::new(total).context("--memory")?)
+        Budget::new(total).context("--memory")
     }
 
     /// A pipeline builder with these settings, drawing its pool from `budget`.
@@ -106,9 +135,13 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// Starts watching `counter` towards `total` units (bytes unless `unit` says otherwise).
+    /// Starts watching a new counter towards `total` units (bytes if `bytes`, else items).
     pub(crate) fn start(label: &str, total: u64, bytes: bool) -> Progress {
-        let counter = Arc::new(AtomicU64::new(0));
+        Progress::watch(label, total, bytes, Arc::new(AtomicU64::new(0)))
+    }
+
+    /// Starts watching `counter` (already handed to a pipeline) towards `total` units.
+    pub(crate) fn watch(label: &str, total: u64, bytes: bool, counter: Arc<AtomicU64>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = std::io::stderr().is_terminal().then(|| {
             let (counter, stop, label) = (counter.clone(), stop.clone(), label.to_string());
@@ -154,5 +187,85 @@ impl Drop for Progress {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// How [`run_figures`] lays out a pass's figures.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Layout {
+    /// One row of a `name  value` table, sizes in binary units (`sluice stats`).
+    Row,
+    /// Two indented lines, MiB and GB/s (`sluice demo`).
+    Indented,
+}
+
+/// A pass's figures (bytes, time, bandwidth, engine, copies) as text, newline-terminated: the
+/// one printer of [`RunStats`] in the CLI.
+pub(crate) fn run_figures(run: &RunStats, layout: Layout) -> String {
+    let c = &run.copies;
+    match layout {
+        Layout::Row => format!(
+            "read             {} in {:.3} s ({}/s), engine {} ({}), direct {}; copies: seam {}, \
+             user {}, page cache {}\n",
+            bytes(run.bytes_read),
+            run.seconds,
+            bytes(run.bandwidth_bytes_per_s as u64),
+            run.engine,
+            run.backend,
+            run.direct,
+            bytes(c.seam_bytes),
+            bytes(c.user_copy_bytes),
+            bytes(c.page_cache_bytes)
+        ),
+        Layout::Indented => format!(
+            "   read {:.1} MiB in {:.3} s = {:.2} GB/s  (engine {}, {} reads, direct {})\n   \
+             copies: seam {} B, user {} B, through page cache {} B\n",
+            run.bytes_read as f64 / (1u64 << 20) as f64,
+            run.seconds,
+            run.bandwidth_bytes_per_s / 1e9,
+            run.engine,
+            run.backend,
+            run.direct,
+            c.seam_bytes,
+            c.user_copy_bytes,
+            c.page_cache_bytes
+        ),
+    }
+}
+
+/// `1536` → `1.5 KiB`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = n as f64;
+    let mut unit = 0;
+    while x >= 1024.0 && unit < UNITS.len() - 1 {
+        x /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{x:.1} {}", UNITS[unit]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_success_and_stops_the_writing() {
+        let mut closed = false;
+        write_or_close(&mut closed, Ok(())).unwrap();
+        assert!(!closed);
+        let pipe = std::io::Error::from(ErrorKind::BrokenPipe);
+        write_or_close(&mut closed, Err(pipe)).unwrap();
+        assert!(closed);
+        let full = std::io::Error::from(ErrorKind::StorageFull);
+        let err = write_or_close(&mut closed, Err(full)).unwrap_err();
+        assert!(format!("{err:#}").starts_with("writing to stdout: "));
+    }
+
+    #[test]
+    fn sizes_print_in_binary_units() {
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
     }
 }

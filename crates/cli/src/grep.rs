@@ -3,14 +3,14 @@
 //! calls [`sluice_kernels::grep::grep_with`], and prints as it goes. Exit status as grep: 0 if
 //! something matched, 1 if nothing did, 2 on error (from `main`).
 
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_kernels::{GrepConfig, Hinted, RecordMatch, hints};
 
-use crate::common::{PipelineArgs, Progress};
+use crate::common::{PipelineArgs, Progress, write_or_close};
 
 /// Arguments of `sluice grep`.
 #[derive(Debug, clap::Args)]
@@ -114,15 +114,4 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
     }
     write_or_close(&mut closed, out.flush())?;
     Ok(if report.count > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// Passes write errors on, except a closed pipe, which only stops further writing.
-fn write_or_close(closed: &mut bool, result: std::io::Result<()>) -> anyhow::Result<()> {
-    match result {
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => {
-            *closed = true;
-            Ok(())
-        }
-        other => Ok(other.context("writing to stdout")?),
-    }
 }

@@ -1,5 +1,13 @@
 //! `sluice`: the command-line front end. It parses arguments, calls one library function per
 //! subcommand, reports, and maps errors to exit status 2 (grep-style status elsewhere).
+//!
+//! * `common`: what every subcommand shares: pipeline options, the progress bar, the stdout
+//!   writer (a closed pipe is success) and the printer of a pass's figures;
+//! * `stats`, `grep`: `sluice stats`, `sluice grep`;
+//! * `graph`: `sluice graph ...`, with `graph/store.rs` (import, gen, info, verify),
+//!   `graph/algos.rs` (one algorithm per subcommand) and `graph/ldbc.rs` (validate, ldbc);
+//! * `bsp`: `sluice bsp bench | probe`;
+//! * `demo`: `sluice demo`, on data from `sluice_testkit`'s generators.
 
 #![forbid(unsafe_code)]
 

@@ -2,15 +2,13 @@
 //! pass. Parses the flags into a [`StatsConfig`] (hints applied after the flags, so a hint wins),
 //! calls [`sluice_kernels::stats::stats`], and prints a small table or one JSON object.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sluice_io::RunStats;
 use sluice_kernels::{Hinted, KernelError, StatsConfig, StatsReport, hints};
 
-use crate::common::{PipelineArgs, Progress};
+use crate::common::{self, Layout, PipelineArgs, Progress};
 
 /// Arguments of `sluice stats`.
 #[derive(Debug, clap::Args)]
@@ -76,13 +74,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     )?;
     drop(progress);
     let text = if args.json { serde_json::to_string(&report)? + "\n" } else { table(&report) };
-    // A closed pipe (`| head`) is not an error worth a message.
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(e).context("writing to stdout")?
-        }
-        _ => {}
-    }
+    common::print(format_args!("{text}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -118,36 +110,6 @@ fn table(r: &StatsReport) -> String {
             out.push_str(&format!("  [{:?}, {:?}{close} {c}\n", h.edges[i], h.edges[i + 1]));
         }
     }
-    out.push_str(&run_line(&r.run));
+    out.push_str(&common::run_figures(&r.run, Layout::Row));
     out
-}
-
-/// One line about the pass: bytes, time, bandwidth, engine, copies (shared with `sluice grep`).
-pub(crate) fn run_line(run: &RunStats) -> String {
-    let c = &run.copies;
-    format!(
-        "read             {} in {:.3} s ({}/s), engine {} ({}), direct {}; copies: seam {}, user {}, \
-         page cache {}\n",
-        bytes(run.bytes_read),
-        run.seconds,
-        bytes(run.bandwidth_bytes_per_s as u64),
-        run.engine,
-        run.backend,
-        run.direct,
-        bytes(c.seam_bytes),
-        bytes(c.user_copy_bytes),
-        bytes(c.page_cache_bytes)
-    )
-}
-
-/// `1536` → `1.5 KiB`.
-pub(crate) fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = n as f64;
-    let mut unit = 0;
-    while x >= 1024.0 && unit < UNITS.len() - 1 {
-        x /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{n} B") } else { format!("{x:.1} {}", UNITS[unit]) }
 }

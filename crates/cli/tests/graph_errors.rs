@@ -4,20 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sluice_testkit::assert_error;
+
 const LDBC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/ldbc");
 
 fn sluice<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(args: I) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("run sluice")
-}
-
-/// Asserts exit status 2, no panic, and a message containing every one of `needles`.
-fn assert_error(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "expected exit 2, stderr: {err}");
-    assert!(!err.contains("panicked"), "panic: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} not in {err:?}");
-    }
 }
 
 fn import_snap(dir: &Path, name: &str, text: &str, extra: &[&str]) -> (Output, PathBuf) {

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sluice_testkit::ldbc_properties as properties;
+
 const LDBC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/ldbc");
 
 fn sluice() -> Command {
@@ -29,20 +31,6 @@ fn read_pairs(path: &Path) -> BTreeMap<u64, String> {
         .map(|l| {
             let (id, v) = l.trim().split_once(' ').unwrap_or_else(|| panic!("bad line {l:?}"));
             (id.parse().unwrap(), v.trim().to_string())
-        })
-        .collect()
-}
-
-fn properties(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| {
-            let k = k.trim();
-            let key = k.splitn(3, '.').nth(2).unwrap_or(k).to_string();
-            (key, v.trim().to_string())
         })
         .collect()
 }

@@ -7,29 +7,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sluice_testkit::{assert_error, ldbc_properties as properties, output_text as text};
+
 const LDBC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/ldbc");
 
 fn sluice<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(args: I) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("run sluice")
 }
 
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 fn ok(out: Output) -> Output {
     assert!(out.status.success(), "failed: {}", text(&out));
     out
-}
-
-/// Exit 2, no panic, every needle in stderr.
-fn assert_error(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "expected exit 2: {}", text(out));
-    assert!(!err.contains("panicked"), "panic: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} not in {err:?}");
-    }
 }
 
 fn ldbc_root() -> Option<PathBuf> {
@@ -40,19 +28,6 @@ fn ldbc_root() -> Option<PathBuf> {
         println!("skipping: {} not found", root.display());
         None
     }
-}
-
-/// `graph.<name>.<alg>.<param>` → `<alg>.<param>`.
-fn properties(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| {
-            (k.trim().splitn(3, '.').nth(2).unwrap_or(k).to_string(), v.trim().to_string())
-        })
-        .collect()
 }
 
 fn graph_dirs(root: &Path) -> Vec<(String, PathBuf)> {

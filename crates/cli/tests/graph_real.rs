@@ -71,9 +71,9 @@ impl Naive {
         for _ in 0..iters {
             let sink: f64 = (0..n).filter(|&v| self.out[v].is_empty()).map(|v| r[v]).sum();
             let mut next = vec![(1.0 - d) / n as f64 + d * sink / n as f64; n];
-            for u in 0..n {
-                for &v in &self.out[u] {
-                    next[v] += d * r[u] / self.out[u].len() as f64;
+            for (u, nbrs) in self.out.iter().enumerate() {
+                for &v in nbrs {
+                    next[v] += d * r[u] / nbrs.len() as f64;
                 }
             }
             r = next;

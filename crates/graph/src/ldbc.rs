@@ -3,7 +3,6 @@
 //! LDBC's format to `<out_dir>/<name>-<ALG>`, and validates it against the reference
 //! `<name>-<ALG>` beside the `.properties` file when there is one (`specs/graphalytics.md` §3).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -30,25 +29,6 @@ pub struct Outcome {
     pub reference: Option<PathBuf>,
     /// The validation, if a reference exists.
     pub report: Option<Report>,
-}
-
-/// Writes doubles as LDBC text (`id value`, `%e`-like), `infinity` for +∞; `.npy` through
-/// [`output::write`] when `out` ends in `.npy`.
-pub fn write_f64(out: &Path, ids: &[u64], values: &[f64]) -> Result<(), Error> {
-    if out.extension().is_some_and(|e| e == "npy") {
-        return output::write(out, ids, Values::F64(values));
-    }
-    let mut f =
-        sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
-    for (id, v) in ids.iter().zip(values) {
-        let r = if *v == f64::INFINITY {
-            writeln!(f, "{id} infinity")
-        } else {
-            writeln!(f, "{id} {v:e}")
-        };
-        r.map_err(|e| Error::io(out, "write failed", e))?;
-    }
-    f.commit().map_err(|e| Error::io(out, "cannot finish", e))
 }
 
 fn num<T: std::str::FromStr>(p: &LdbcProperties, key: &str) -> Result<T, Error> {
@@ -109,7 +89,7 @@ pub fn run(
                     &g,
                     &pagerank::PageRankOptions { iterations, damping, tolerance: None },
                 )?;
-                write_f64(&out, ids, &r.ranks)?;
+                output::write(&out, ids, Values::F64(&r.ranks))?;
                 format!("damping={damping} iterations={iterations}")
             }
             Algorithm::Wcc => {
@@ -122,12 +102,13 @@ pub fn run(
                 format!("iterations={iterations}")
             }
             Algorithm::Lcc => {
-                write_f64(&out, ids, &lcc::lcc(&g)?)?;
+                output::write(&out, ids, Values::F64(&lcc::lcc(&g)?))?;
                 String::new()
             }
             Algorithm::Sssp | Algorithm::Spmv => {
                 let src: u64 = num(&props, "sssp.source-vertex")?;
-                write_f64(&out, ids, &sssp::sssp(&g, g.dense_id(src)?)?)?;
+                let dist = sssp::sssp(&g, g.dense_id(src)?)?;
+                output::write(&out, ids, Values::F64(&dist))?;
                 format!("source={src}")
             }
         };

@@ -39,6 +39,7 @@ pub mod kronecker;
 pub mod ldbc;
 pub mod output;
 pub mod store;
+pub mod summary;
 pub mod validate;
 mod verify;
 

@@ -8,8 +8,8 @@
 //!   ±∞`, or both finite and `|r − s| ≤ 1e-4 · |r|` (so a reference 0 needs an exact 0).
 //!
 //! Files are text lines `id value` (any whitespace or a comma between; blank lines skipped), a
-//! folder of such files (LDBC lets an output span several), or the `.npy` that `sluice graph ...
-//! -o OUT.npy` writes. Floats parse with Rust's parser plus `inf`, `infinity`, `Infinity`,
+//! folder of such files (LDBC lets an output span several), or the `.npy` that
+//! [`crate::output::write`] writes. Floats parse with Rust's parser plus `inf`, `infinity`, `Infinity`,
 //! `+Infinity` (any case, either sign).
 
 use std::collections::HashMap;
@@ -29,6 +29,17 @@ pub enum Rule {
     Equivalence,
     /// Relative error at most [`EPSILON`], infinities equal.
     Epsilon,
+}
+
+impl Rule {
+    /// The rule's name as reports print it: `exact`, `equivalence`, `epsilon 1e-4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Exact => "exact",
+            Rule::Equivalence => "equivalence",
+            Rule::Epsilon => "epsilon 1e-4",
+        }
+    }
 }
 
 /// The algorithms whose outputs can be validated.
@@ -183,7 +194,7 @@ pub fn read_values(path: &Path) -> Result<Values, Error> {
     Ok(Values { files, entries })
 }
 
-/// The `.npy` of `sluice graph ... -o OUT.npy`: records of `id <u8` and `value <f8 | <i8`.
+/// The `.npy` of [`crate::output::write`]: records of `id <u8` and `value <f8 | <i8`.
 fn read_npy(path: &Path, fi: usize, bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), Error> {
     let bad = |msg: &str| Error::Input {
         path: path.to_path_buf(),

@@ -46,25 +46,3 @@ pub fn spmv(g: &Graph, x: &[f64]) -> Result<Vec<f64>, Error> {
     y.truncate(n);
     Ok(y)
 }
-
-/// Reads `x` (indexed by dense id) from `path`: `id value` lines with original ids, or a `.npy`
-/// of `(id, value)` records (see [`crate::validate::read_values`]). A vertex not listed has
-/// `x = 0`; an id that is not a vertex, a repeated id, or a value that is not a finite number
-/// is an error naming the file and line.
-pub fn read_vector(g: &Graph, path: &std::path::Path) -> Result<Vec<f64>, Error> {
-    let vals = crate::validate::read_values(path)?;
-    let mut x = vec![0.0; g.num_vertices()];
-    let mut seen = crate::VertexSet::none(g);
-    for e in &vals.entries {
-        let at = |msg: String| Error::Parse { path: vals.files[e.file].clone(), line: e.line, msg };
-        let v = g.dense_id(e.id).map_err(|_| at(format!("vertex {} is not in the graph", e.id)))?;
-        let value = crate::validate::parse_f64(&e.value)
-            .filter(|f| f.is_finite())
-            .ok_or_else(|| at(format!("value {:?} is not a finite number", e.value)))?;
-        if !seen.insert(v) {
-            return Err(at(format!("vertex {} is listed twice", e.id)));
-        }
-        x[v as usize] = value;
-    }
-    Ok(x)
-}

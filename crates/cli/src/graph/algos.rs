@@ -1,0 +1,300 @@
+//! `sluice graph pagerank | bfs | wcc | cdlp | lcc | sssp | spmv`: open a store, run one
+//! algorithm, write its per-vertex results (`-o`), print the top K (`--top`) and report the pass
+//! figures. The figures come from [`sluice_graph::summary`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::json;
+use sluice_graph::algo::{bfs, cdlp, lcc, pagerank, spmv, sssp, wcc};
+use sluice_graph::output::{self, Values};
+use sluice_graph::{Direction, Graph, summary};
+
+use crate::common::{PipelineArgs, Progress, say};
+
+#[derive(Debug, Args)]
+pub(super) struct AlgoArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Write per-vertex results: LDBC text (`id value`), or .npy if the name ends in .npy.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Print the top K vertices.
+    #[arg(long)]
+    top: Option<usize>,
+    /// Print a JSON report (with the `run` figures).
+    #[arg(long)]
+    json: bool,
+    /// Load the edges into memory first (if --memory allows) instead of streaming every pass.
+    #[arg(long)]
+    in_memory: bool,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PagerankArgs {
+    #[command(flatten)]
+    common: AlgoArgs,
+    /// Iterations.
+    #[arg(long, default_value_t = 10)]
+    iterations: u32,
+    /// Damping factor.
+    #[arg(long, default_value_t = 0.85)]
+    damping: f64,
+    /// Stop early when the L1 norm of an iteration's change falls below this.
+    #[arg(long)]
+    tolerance: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct BfsArgs {
+    #[command(flatten)]
+    common: AlgoArgs,
+    /// The root (an original vertex id).
+    #[arg(long)]
+    source: u64,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct CdlpArgs {
+    #[command(flatten)]
+    common: AlgoArgs,
+    /// Iterations (exactly this many, fewer only at a fixpoint).
+    #[arg(long, default_value_t = 10)]
+    iterations: u32,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct SsspArgs {
+    #[command(flatten)]
+    common: AlgoArgs,
+    /// The root (an original vertex id).
+    #[arg(long)]
+    source: u64,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct SpmvArgs {
+    #[command(flatten)]
+    common: AlgoArgs,
+    /// The vector x: `id value` lines with original ids (missing ids are 0), or a .npy of
+    /// (id, value) records as `-o X.npy` writes.
+    #[arg(long)]
+    vector: PathBuf,
+}
+
+/// Opens the store for `passes` passes of `label`, with a progress bar over the bytes they read;
+/// loads the edges first with `--in-memory` (returns the seconds that took).
+fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progress, f64)> {
+    let budget = a.pipeline.budget()?;
+    let opening = || format!("open {}", a.store.display());
+    // A missing or unreadable store is reported as such, before any pipeline setting.
+    sluice_graph::store::read_meta(&a.store).with_context(opening)?;
+    let counter = Arc::new(AtomicU64::new(0));
+    let pipeline = a.pipeline.builder(&budget)?.progress(counter.clone()).build()?;
+    let mut g = Graph::open(&a.store, pipeline, budget).with_context(opening)?;
+    let progress = Progress::watch(label, g.pass_bytes(Direction::Both) * passes, true, counter);
+    let mut load = 0.0;
+    if a.in_memory {
+        let t = Instant::now();
+        g.load_edges().context("--in-memory")?;
+        load = t.elapsed().as_secs_f64();
+    }
+    Ok((g, progress, load))
+}
+
+/// The `--top` lines: `(original id, value as printed)` for the dense ids `pick(k)` returns.
+fn top(
+    a: &AlgoArgs,
+    g: &Graph,
+    pick: impl FnOnce(usize) -> Vec<usize>,
+    show: impl Fn(usize) -> String,
+) -> Vec<(u64, String)> {
+    let ids = g.original_ids();
+    a.top.map_or(Vec::new(), |k| pick(k).into_iter().map(|v| (ids[v], show(v))).collect())
+}
+
+/// The `--top` lines of a labelling: the largest components, named by their label's original id.
+fn top_components(a: &AlgoArgs, g: &Graph, c: &summary::Components) -> Vec<(u64, String)> {
+    let pick = |k| c.top(k).into_iter().map(|(label, _)| label as usize).collect();
+    top(a, g, pick, |label| c.sizes[label].to_string())
+}
+
+fn report(
+    a: &AlgoArgs,
+    g: &Graph,
+    name: &str,
+    secs: f64,
+    load: f64,
+    extra: serde_json::Value,
+    top: Vec<(u64, String)>,
+) -> anyhow::Result<()> {
+    let st = g.take_stats();
+    let m = g.meta();
+    let edges = st.edges_streamed.max(1);
+    let bpe = st.run.bytes_read as f64 / edges as f64;
+    if a.json {
+        let mut v = json!({
+            "command": format!("graph {name}"),
+            "store": a.store,
+            "vertices": m.num_vertices,
+            "edges": m.num_edges,
+            "seconds": secs,
+            "load_seconds": load,
+            "in_memory": g.is_in_memory(),
+            "passes": st.passes,
+            "blocks_streamed": st.blocks_streamed,
+            "blocks_skipped": st.blocks_skipped,
+            "edges_streamed": st.edges_streamed,
+            "bytes_per_edge": if g.is_in_memory() { 0.0 } else { bpe },
+            "edges_per_second": st.edges_streamed as f64 / secs.max(1e-9),
+            "run": serde_json::to_value(&st.run)?,
+            "top": top.iter().map(|(id, v)| json!([id, v])).collect::<Vec<_>>(),
+        });
+        if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        say!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for (id, v) in &top {
+            say!("{id} {v}");
+        }
+        eprintln!(
+            "{name}: {:.3} s, {} passes, {} edges streamed ({:.1} M edges/s), {} bytes read ({:.2} bytes/edge){}",
+            secs,
+            st.passes,
+            st.edges_streamed,
+            st.edges_streamed as f64 / secs.max(1e-9) / 1e6,
+            st.run.bytes_read,
+            if g.is_in_memory() { 0.0 } else { bpe },
+            if g.is_in_memory() {
+                format!(", edges in memory (loaded in {load:.2} s)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `-o`: the per-vertex results, LDBC text or `.npy`.
+fn write_out(a: &AlgoArgs, g: &Graph, values: Values<'_>) -> anyhow::Result<()> {
+    if let Some(path) = &a.output {
+        output::write(path, g.original_ids(), values)
+            .with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub(super) fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a.common, "pagerank", a.iterations as u64)?;
+    let t = Instant::now();
+    let opts = pagerank::PageRankOptions {
+        iterations: a.iterations,
+        damping: a.damping,
+        tolerance: a.tolerance,
+    };
+    let r = pagerank::pagerank(&g, &opts)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a.common, &g, Values::F64(&r.ranks))?;
+    let top = top(&a.common, &g, |k| summary::top_k(&r.ranks, k), |v| format!("{:e}", r.ranks[v]));
+    let extra = json!({"iterations": r.iterations, "damping": a.damping, "last_change": r.last_change,
+        "seconds_per_iteration": secs / r.iterations.max(1) as f64});
+    report(&a.common, &g, "pagerank", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a.common, "bfs", 1)?;
+    let root = g.dense_id(a.source).context("--source")?;
+    let t = Instant::now();
+    let depth = bfs::bfs(&g, root)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a.common, &g, Values::U32 { values: &depth, unreached: i64::MAX })?;
+    let reach = summary::depth_reach(&depth);
+    let top = top(&a.common, &g, |k| summary::top_depths(&depth, k), |v| depth[v].to_string());
+    let extra = json!({"source": a.source, "reached": reach.reached, "max_depth": reach.farthest});
+    report(&a.common, &g, "bfs", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_wcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a, "wcc", 1)?;
+    let t = Instant::now();
+    let label = wcc::wcc(&g)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a, &g, Values::Label(&label))?;
+    let c = summary::components(&label);
+    let top = top_components(&a, &g, &c);
+    let extra = json!({"components": c.count, "largest": c.largest});
+    report(&a, &g, "wcc", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a.common, "cdlp", a.iterations as u64)?;
+    let t = Instant::now();
+    let r = cdlp::cdlp(&g, a.iterations)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a.common, &g, Values::Label(&r.labels))?;
+    let c = summary::components(&r.labels);
+    let top = top_components(&a.common, &g, &c);
+    let extra = json!({"iterations": r.iterations, "communities": c.count,
+        "largest": c.largest, "seconds_per_iteration": secs / r.iterations.max(1) as f64});
+    report(&a.common, &g, "cdlp", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_lcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a, "lcc", 2)?;
+    let t = Instant::now();
+    let c = lcc::lcc(&g)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a, &g, Values::F64(&c))?;
+    let top = top(&a, &g, |k| summary::top_k(&c, k), |v| format!("{:e}", c[v]));
+    report(&a, &g, "lcc", secs, load, json!({"average": summary::mean(&c)}), top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a.common, "sssp", 1)?;
+    let root = g.dense_id(a.source).context("--source")?;
+    let t = Instant::now();
+    let dist = sssp::sssp(&g, root)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a.common, &g, Values::F64(&dist))?;
+    let reach = summary::distance_reach(&dist);
+    let top =
+        top(&a.common, &g, |k| summary::top_distances(&dist, k), |v| format!("{:e}", dist[v]));
+    let extra = json!({"source": a.source, "reached": reach.reached, "weighted": g.meta().weighted,
+        "max_distance": reach.farthest});
+    report(&a.common, &g, "sssp", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn run_spmv(a: SpmvArgs) -> anyhow::Result<ExitCode> {
+    let (g, progress, load) = open(&a.common, "spmv", 1)?;
+    let x = output::read_vector(&g, &a.vector).context("--vector")?;
+    let t = Instant::now();
+    let y = spmv::spmv(&g, &x)?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(progress);
+    write_out(&a.common, &g, Values::F64(&y))?;
+    let top = top(&a.common, &g, |k| summary::top_k(&y, k), |v| format!("{:e}", y[v]));
+    let extra =
+        json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": y.iter().sum::<f64>()});
+    report(&a.common, &g, "spmv", secs, load, extra, top)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,260 @@
+//! `sluice graph import | gen | info | verify`: make grid stores and look at them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use sluice_graph::import::{BinWeight, Format, ImportOptions};
+use sluice_graph::kronecker;
+
+use crate::common::{PipelineArgs, Progress, say};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Snap,
+    Mtx,
+    Ldbc,
+    Bin,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WeightArg {
+    None,
+    F32,
+    F64,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ImportArgs {
+    /// Input files (LDBC: the .properties file, or the .v and .e files).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The store directory to create.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Input format.
+    #[arg(long, value_enum)]
+    format: FormatArg,
+    /// Edges are directed.
+    #[arg(long, conflicts_with = "undirected")]
+    directed: bool,
+    /// Edges are undirected (both directions are stored).
+    #[arg(long)]
+    undirected: bool,
+    /// Remove self loops and duplicate edges (default: keep them, a multigraph).
+    #[arg(long)]
+    simple: bool,
+    /// Bytes per original id: 4 or 8 [default: 4 for bin, 8 for text]
+    #[arg(long)]
+    id_bytes: Option<u8>,
+    /// Weight column of a bin input.
+    #[arg(long, value_enum, default_value_t = WeightArg::None)]
+    weight: WeightArg,
+    /// Scratch directory for the external bucketing [default: beside the output]
+    #[arg(long)]
+    tmp_dir: Option<PathBuf>,
+    /// Replace an existing store.
+    #[arg(long)]
+    force: bool,
+    /// Print a JSON report.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct GenArgs {
+    /// log2 of the number of vertices.
+    #[arg(long)]
+    scale: u32,
+    /// Edges per vertex.
+    #[arg(long, default_value_t = 16)]
+    edge_factor: u64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Append an f32 weight uniform in [0, 1) to every edge (import with --weight f32).
+    #[arg(long)]
+    weights: bool,
+    /// Output file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Print a JSON report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct InfoArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    sluice_graph::cleanup::install_signal_handler();
+    let budget = a.pipeline.budget()?;
+    let mut opts = ImportOptions::new(match a.format {
+        FormatArg::Snap => Format::Snap,
+        FormatArg::Mtx => Format::Mtx,
+        FormatArg::Ldbc => Format::Ldbc,
+        FormatArg::Bin => Format::Bin,
+    });
+    opts.directed = if a.directed {
+        Some(true)
+    } else if a.undirected {
+        Some(false)
+    } else {
+        None
+    };
+    opts.simple = a.simple;
+    opts.id_bytes = a.id_bytes;
+    opts.bin_weight = match a.weight {
+        WeightArg::None => BinWeight::None,
+        WeightArg::F32 => BinWeight::F32,
+        WeightArg::F64 => BinWeight::F64,
+    };
+    opts.tmp_dir = a.tmp_dir.clone();
+    opts.force = a.force;
+    let bytes: u64 =
+        a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let progress = Progress::start("import", bytes * 2, true);
+    let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
+    let report = sluice_graph::import::import(&a.inputs, &a.output, &opts, &pipeline, &budget)
+        .with_context(|| format!("import into {}", a.output.display()))?;
+    drop(progress);
+    let m = &report.meta;
+    let eps = m.input_edges as f64 / report.seconds.max(1e-9);
+    if a.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "command": "graph import",
+                "store": a.output,
+                "vertices": m.num_vertices,
+                "input_edges": m.input_edges,
+                "stored_edges": m.num_edges,
+                "directed": m.directed,
+                "weighted": m.weighted,
+                "partitions": m.partitions,
+                "seconds": report.seconds,
+                "edges_per_second": eps,
+                "input_bytes": report.input_bytes,
+                "scratch_bytes": report.scratch_bytes,
+                "bytes_per_edge": sluice_graph::store::EDGE_BYTES,
+            }))?
+        );
+    } else {
+        say!(
+            "imported {} vertices, {} input edges ({} stored, {}) into {} in {:.2} s ({:.1} M edges/s); P = {}, {} bytes/edge",
+            m.num_vertices,
+            m.input_edges,
+            m.num_edges,
+            if m.directed { "directed" } else { "undirected" },
+            a.output.display(),
+            report.seconds,
+            eps / 1e6,
+            m.partitions,
+            sluice_graph::store::EDGE_BYTES
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
+    sluice_graph::cleanup::install_signal_handler();
+    let opts = kronecker::GenOptions {
+        scale: a.scale,
+        edge_factor: a.edge_factor,
+        seed: a.seed,
+        weights: a.weights,
+    };
+    let rec = if a.weights { 12 } else { 8 };
+    let total = (a.edge_factor << a.scale.min(40)).saturating_mul(rec);
+    let progress = Progress::start("gen", total, true);
+    let start = Instant::now();
+    let counter = progress.counter();
+    let m = kronecker::generate(&opts, &a.output, Some(&counter))?;
+    drop(progress);
+    let secs = start.elapsed().as_secs_f64();
+    if a.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "command": "graph gen", "scale": a.scale, "edge_factor": a.edge_factor, "seed": a.seed,
+                "vertices": 1u64 << a.scale, "edges": m, "bytes": m * rec, "seconds": secs, "output": a.output,
+            }))?
+        );
+    } else {
+        say!(
+            "wrote {} edges over 2^{} vertices to {} in {:.2} s (import with --format bin{})",
+            m,
+            a.scale,
+            a.output.display(),
+            secs,
+            if a.weights { " --weight f32" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    let meta = sluice_graph::store::read_meta(&a.store)?;
+    if a.json {
+        say!("{}", serde_json::to_string_pretty(&meta)?);
+    } else {
+        let bytes: u64 = meta.files.values().map(|f| f.len).sum();
+        say!("store          {}", a.store.display());
+        say!("format         {} v{}", meta.format, meta.format_version);
+        say!("vertices       {}", meta.num_vertices);
+        say!(
+            "edges          {} stored ({} read from the {} input)",
+            meta.num_edges,
+            meta.input_edges,
+            meta.source_format
+        );
+        say!("directed       {}", meta.directed);
+        say!("weighted       {}", meta.weighted);
+        say!("simple         {} ({} self loops stored)", meta.simple, meta.self_loops);
+        say!(
+            "grid           {} x {} partitions of {} vertices",
+            meta.partitions,
+            meta.partitions,
+            meta.partition_size
+        );
+        say!(
+            "bytes/edge     {} per pass (u16 partition-relative ids){}",
+            sluice_graph::store::EDGE_BYTES,
+            if meta.weighted { " + 8 for weights" } else { "" }
+        );
+        say!("size           {bytes} bytes in {} files + meta.json", meta.files.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn verify(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    let r = sluice_graph::verify(&a.store)?;
+    if a.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"ok": true, "files": r.files, "blocks": r.blocks, "edges": r.edges, "bytes": r.bytes})
+            )?
+        );
+    } else {
+        say!(
+            "ok: {} files, {} blocks, {} edges checked ({} bytes)",
+            r.files,
+            r.blocks,
+            r.edges,
+            r.bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
