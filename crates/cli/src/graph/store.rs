@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use sluice_graph::import::{BinWeight, Format, ImportOptions};
@@ -127,7 +126,10 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::start("import", bytes * 2, true);
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     let report = sluice_graph::import::import(&a.inputs, &a.output, &opts, &pipeline, &budget)
-        .with_context(|| format!("import into {}", a.output.display()))?;
+        .map_err(|e| {
+            let hint = import_hint(&e).map(|h| format!(" ({h})")).unwrap_or_default();
+            anyhow::Error::new(e).context(format!("import into {}{hint}", a.output.display()))
+        })?;
     drop(progress);
     let m = &report.meta;
     let eps = m.input_edges as f64 / report.seconds.max(1e-9);
@@ -167,6 +169,18 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The flag that fixes an import error, as the library names no flags (issue 10, item 5).
+fn import_hint(e: &sluice_graph::Error) -> Option<&'static str> {
+    use sluice_graph::Error as E;
+    match e {
+        E::TargetExists { .. } => Some("use --force to replace it"),
+        E::NoDirection { .. } => Some("say --directed or --undirected"),
+        E::BadIdBytes { .. } => Some("--id-bytes"),
+        e if e.is_no_space() => Some("free some space or use --tmp-dir"),
+        _ => None,
+    }
+}
+
 pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
     sluice_graph::cleanup::install_signal_handler();
     let opts = kronecker::GenOptions {
@@ -180,7 +194,17 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::start("gen", total, true);
     let start = Instant::now();
     let counter = progress.counter();
-    let m = kronecker::generate(&opts, &a.output, Some(&counter))?;
+    let m = kronecker::generate(&opts, &a.output, Some(&counter)).map_err(|e| {
+        let flag = match e {
+            sluice_graph::Error::BadScale { .. } => Some("--scale"),
+            sluice_graph::Error::BadEdgeFactor { .. } => Some("--edge-factor"),
+            _ => None,
+        };
+        match flag {
+            Some(flag) => anyhow::Error::new(e).context(flag),
+            None => e.into(),
+        }
+    })?;
     drop(progress);
     let secs = start.elapsed().as_secs_f64();
     if a.json {
