@@ -74,10 +74,6 @@ impl Adjacency {
         let i = (v - self.first) as usize;
         &self.lists[self.offsets[i]..self.offsets[i + 1]]
     }
-    /// Entries held (all lists together).
-    pub fn entries(&self) -> usize {
-        self.lists.len()
-    }
 }
 
 /// Fills one group's lists from (destination, source) pairs in stream order.
