@@ -5,9 +5,18 @@
 //!
 //! # The edge pass (gather / combine / apply, pulled into destinations)
 //! For every stored edge `s → d` whose source partition has an active vertex (selective
-//! scheduling), the kernel's `gather(s, w)` yields a value; values into the same `d` are
+//! scheduling), the kernel's `gather(s, prev, w)` yields a value; values into the same `d` are
 //! merged with `combine` and handed to `apply(d, value, &mut state[d])`, which returns whether
 //! `d` joins the next active set. `cond(d, &state[d])` may skip edges into `d`.
+//!
+//! The engine holds what the kernels would otherwise carry by hand:
+//! * [`EdgeKernel::FRONTIER`]: `gather` runs only for active sources (an edge map over a
+//!   frontier); other kernels pay no per-edge test.
+//! * [`EdgeKernel::SYNC`]: before the pass the engine copies the state into the
+//!   [`VertexArray`]'s previous-pass buffer and hands it to `gather` as `prev` (the double
+//!   buffer of synchronous algorithms).
+//! * Weights ([`EdgeKernel::WEIGHTED`]) stream beside the edges: the pass's plan reads the
+//!   weight file's matching extents through the same pipeline.
 //!
 //! # Contract
 //! 1. **One writer per destination partition.** `apply` on `state[d]` runs on the one thread
@@ -22,12 +31,13 @@
 //! 5. Every block read is checked against its CRC-32; a mismatch is an error, and the pass's
 //!    partial results must then be discarded.
 //! 6. Vertex arrays are [`Graph::padded_len`] long ((P − 1) × partition size + 65536), so a
-//!    decoded id always indexes in bounds, even in a corrupt block (which rule 5 then reports).
+//!    decoded id always indexes in bounds, even in a corrupt block (which rule 5 then reports);
+//!    a kernel indexes the arrays it reads through [`VertexArray::padded`] or `prev`.
 //!
 //! # Modes
 //! *Streaming* (default): every pass reads the selected blocks through the `sluice-io` block
-//! pipeline; workers decode blocks into per-destination partial results, which the calling
-//! thread applies in stream order. *In memory* ([`Graph::load_edges`]): the blocks are held in
+//! pipeline; workers decode blocks into per-destination partial results, which appliers apply
+//! in stream order (weighted passes: the appliers gather, once edges and weights are paired). *In memory* ([`Graph::load_edges`]): the blocks are held in
 //! RAM and each destination partition is a rayon task that applies directly to its slice of
 //! the state — the fast path for graphs that fit.
 
@@ -46,30 +56,39 @@ pub(crate) mod adjacency;
 mod disk;
 /// The in-memory mode: passes over blocks held in RAM.
 mod memory;
+/// [`VertexArray`]: padded per-vertex state held against the budget.
+mod vertex_array;
 /// [`VertexSet`]: active sets.
 mod vertex_set;
 
+pub use vertex_array::VertexArray;
 pub use vertex_set::VertexSet;
 
 /// A dense vertex id (`0..n`, in original id order).
 pub type VertexId = u32;
 
 /// What one edge pass does; see the module docs. Implement it on a small struct that borrows
-/// the previous superstep's arrays.
+/// the arrays `gather` reads.
 pub trait EdgeKernel: Sync {
     /// What an edge carries to its destination.
     type Value: Copy + Send;
     /// The per-destination state `apply` writes.
-    type State: Send;
+    type State: Clone + Send + Sync;
     /// Whether `gather` needs edge weights (1.0 is passed otherwise).
     const WEIGHTED: bool = false;
+    /// Whether `gather` runs only for sources in the pass's active set (otherwise for every
+    /// edge of a streamed block).
+    const FRONTIER: bool = false;
+    /// Whether `gather` reads the state as it was before the pass (`prev`, padded); otherwise
+    /// `prev` is empty.
+    const SYNC: bool = false;
     /// Whether edges into `d` are worth looking at in this pass.
     #[inline]
     fn cond(&self, _d: VertexId, _state: &Self::State) -> bool {
         true
     }
     /// The value edge `s → d` (weight `w`) carries, if any. Reads only the previous superstep.
-    fn gather(&self, s: VertexId, w: f64) -> Option<Self::Value>;
+    fn gather(&self, s: VertexId, prev: &[Self::State], w: f64) -> Option<Self::Value>;
     /// Merges two values bound for the same destination.
     fn combine(&self, a: Self::Value, b: Self::Value) -> Self::Value;
     /// Folds `v` into `d`'s state; `true` puts `d` in the next active set.
@@ -234,8 +253,9 @@ impl Graph {
     pub fn budget(&self) -> &Budget {
         &self.budget
     }
-    /// A vertex array of [`Graph::padded_len`] copies of `init`, reserved from the budget.
-    pub fn vertex_array<T: Clone>(
+    /// A raw vertex array of [`Graph::padded_len`] copies of `init`, reserved from the budget.
+    /// Only LCC still uses it; algorithms take a [`VertexArray`].
+    pub(crate) fn vertex_array<T: Clone>(
         &self,
         what: &str,
         init: T,
@@ -293,6 +313,15 @@ impl Graph {
         parts.into_iter().fold(identity, &fold)
     }
 
+    /// [`Graph::stream_vertices`] summing the per-vertex results (in vertex order).
+    pub fn sum_vertices<S, F>(&self, state: &mut [S], f: F) -> f64
+    where
+        S: Send,
+        F: Fn(VertexId, &mut S) -> f64 + Sync,
+    {
+        self.stream_vertices(state, 0.0, f, |a, b| a + b)
+    }
+
     /// One edge pass (see the module docs): every block whose source partition has a vertex
     /// in `active` is streamed; returns the vertices for which `apply` returned true.
     pub fn stream_edges<K: EdgeKernel>(
@@ -300,15 +329,38 @@ impl Graph {
         kernel: &K,
         active: &VertexSet,
         dir: Direction,
-        state: &mut [K::State],
+        state: &mut VertexArray<K::State>,
     ) -> Result<VertexSet, Error> {
+        let (prev, state) = match K::SYNC {
+            true => state.begin_padded()?,
+            false => (&[][..], state.padded_mut()),
+        };
         assert_eq!(state.len(), self.padded_len(), "state must be padded_len() long (rule 6)");
-        let grids = self.grid_ids(dir);
+        let pass = Pass { kernel, active, grids: self.grid_ids(dir), prev };
         if self.is_in_memory() {
-            self.stream_in_memory(kernel, active, &grids, state)
+            self.stream_in_memory(&pass, state)
         } else {
-            self.stream_from_disk(kernel, active, &grids, state)
+            self.stream_from_disk(&pass, state)
         }
+    }
+}
+
+/// What one edge pass reads: the kernel, the active set, the grids, the previous state.
+struct Pass<'a, K: EdgeKernel> {
+    kernel: &'a K,
+    active: &'a VertexSet,
+    grids: Vec<usize>,
+    prev: &'a [K::State],
+}
+
+impl<K: EdgeKernel> Pass<'_, K> {
+    /// `gather` of edge `s → d` behind the frontier filter.
+    #[inline(always)]
+    fn gather(&self, s: VertexId, w: f64) -> Option<K::Value> {
+        if K::FRONTIER && !self.active.contains(s) {
+            return None;
+        }
+        self.kernel.gather(s, self.prev, w)
     }
 }
 

@@ -23,7 +23,7 @@
 //! let pipeline = PipelineBuilder::new().build().unwrap();
 //! import(&[input], &store, &opts, &pipeline, &Budget::unlimited()).unwrap();
 //! let g = Graph::open(&store, PipelineBuilder::new().build().unwrap(), Budget::unlimited()).unwrap();
-//! let depth = bfs(&g, g.dense_id(10).unwrap()).unwrap();
+//! let depth = bfs(&g, 10).unwrap();
 //! assert_eq!(depth, vec![0, 1, 2]);
 //! ```
 
@@ -43,6 +43,6 @@ pub mod validate;
 mod verify;
 
 pub use engine::adjacency::{Adjacency, Neighbours};
-pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexId, VertexSet};
+pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexArray, VertexId, VertexSet};
 pub use error::Error;
 pub use verify::{VerifyReport, verify};

@@ -157,7 +157,7 @@ fn several_partitions_both_modes_match_naive_implementations() {
             }
             prs.push(pr.ranks);
             assert_eq!(
-                bfs::bfs(&g, 0).unwrap(),
+                bfs::bfs(&g, g.original_ids()[0]).unwrap(),
                 want_bfs,
                 "BFS directed={directed} mem={in_memory}"
             );

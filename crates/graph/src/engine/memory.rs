@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::{EdgeKernel, Graph, VertexSet, block_error, decode};
+use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -48,9 +48,7 @@ impl Graph {
 
     pub(super) fn stream_in_memory<K: EdgeKernel>(
         &self,
-        kernel: &K,
-        active: &VertexSet,
-        grids: &[usize],
+        pass: &Pass<'_, K>,
         state: &mut [K::State],
     ) -> Result<VertexSet, Error> {
         let p = self.meta.partitions as usize;
@@ -62,21 +60,21 @@ impl Graph {
             .enumerate()
             .map(|(dp, (slice, bits))| {
                 let (mut changed, mut streamed, mut edges) = (0u64, 0u64, 0u64);
-                for &gi in grids {
+                for &gi in &pass.grids {
                     let g = &self.grids[gi];
                     let Some((data, weights)) = &g.mem else { continue };
                     for sp in 0..p {
                         let b = dp * p + sp;
                         let (lo, hi) =
                             (g.index.offsets[b] as usize, g.index.offsets[b + 1] as usize);
-                        if lo == hi || !active.has_partition(sp) {
+                        if lo == hi || !pass.active.has_partition(sp) {
                             continue;
                         }
                         streamed += 1;
                         edges += (hi - lo) as u64;
                         let w = weights.as_ref().filter(|_| K::WEIGHTED).map(|w| &w[lo..hi]);
                         changed += block_into_state(
-                            kernel,
+                            pass,
                             (sp * psize) as u32,
                             (dp * psize) as u32,
                             &data[lo * 4..hi * 4],
@@ -96,7 +94,7 @@ impl Graph {
         st.passes += 1;
         let streamed: u64 = counts.iter().map(|c| c.1).sum();
         st.blocks_streamed += streamed;
-        st.blocks_skipped += (p * p * grids.len()) as u64 - streamed;
+        st.blocks_skipped += (p * p * pass.grids.len()) as u64 - streamed;
         st.edges_streamed += counts.iter().map(|c| c.2).sum::<u64>();
         Ok(next)
     }
@@ -109,7 +107,7 @@ impl Graph {
 /// newly set in `bits`.
 #[inline]
 fn block_into_state<K: EdgeKernel>(
-    k: &K,
+    pass: &Pass<'_, K>,
     sbase: u32,
     dbase: u32,
     data: &[u8],
@@ -117,13 +115,14 @@ fn block_into_state<K: EdgeKernel>(
     state: &mut [K::State],
     bits: &mut [u64],
 ) -> u64 {
+    let k = pass.kernel;
     let mut changed = 0u64;
     let mut edge = |s: u32, d: u32, w: f64| {
         let st = &mut state[d as usize];
         if !k.cond(dbase + d, st) {
             return;
         }
-        if let Some(v) = k.gather(sbase + s, w) {
+        if let Some(v) = pass.gather(sbase + s, w) {
             if k.apply(dbase + d, v, st) {
                 let (wi, b) = ((d / 64) as usize, d % 64);
                 if bits[wi] & (1 << b) == 0 {
