@@ -98,7 +98,7 @@ pub fn run(
         let parameters = match alg {
             Algorithm::Bfs => {
                 let src: u64 = num(&props, "bfs.source-vertex")?;
-                let depth = bfs::bfs(&g, g.dense_id(src)?)?;
+                let depth = bfs::bfs(&g, src)?;
                 output::write(&out, ids, Values::U32 { values: &depth, unreached: i64::MAX })?;
                 format!("source={src}")
             }
@@ -127,7 +127,7 @@ pub fn run(
             }
             Algorithm::Sssp | Algorithm::Spmv => {
                 let src: u64 = num(&props, "sssp.source-vertex")?;
-                write_f64(&out, ids, &sssp::sssp(&g, g.dense_id(src)?)?)?;
+                write_f64(&out, ids, &sssp::sssp(&g, src)?)?;
                 format!("source={src}")
             }
         };
