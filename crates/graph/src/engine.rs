@@ -87,7 +87,8 @@ pub trait EdgeKernel: Sync {
     fn cond(&self, _d: VertexId, _state: &Self::State) -> bool {
         true
     }
-    /// The value edge `s → d` (weight `w`) carries, if any. Reads only the previous superstep.
+    /// The value edge `s → d` (weight `w`) carries, if any. Reads only what no `apply` of the
+    /// pass writes (rule 3): `prev[s]`, or arrays the kernel borrows.
     fn gather(&self, s: VertexId, prev: &[Self::State], w: f64) -> Option<Self::Value>;
     /// Merges two values bound for the same destination.
     fn combine(&self, a: Self::Value, b: Self::Value) -> Self::Value;
@@ -106,6 +107,7 @@ pub enum Direction {
     /// Both (direction ignored). For undirected graphs all three are the same pass.
     Both,
 }
+
 /// Figures of the passes run on a graph so far.
 #[derive(Debug, Clone, Default)]
 pub struct PassStats {
@@ -323,7 +325,8 @@ impl Graph {
     }
 
     /// One edge pass (see the module docs): every block whose source partition has a vertex
-    /// in `active` is streamed; returns the vertices for which `apply` returned true.
+    /// in `active` is streamed (with [`EdgeKernel::FRONTIER`], only edges out of `active`
+    /// reach `gather`); returns the vertices for which `apply` returned true.
     pub fn stream_edges<K: EdgeKernel>(
         &self,
         kernel: &K,

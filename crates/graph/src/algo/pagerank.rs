@@ -54,7 +54,11 @@ impl EdgeKernel for Sum<'_> {
 /// Runs PageRank on `g`.
 pub fn pagerank(g: &Graph, opts: &PageRankOptions) -> Result<PageRank, Error> {
     if !(0.0..=1.0).contains(&opts.damping) {
-        return Err(Error::Config(format!("damping factor {} is not in [0, 1]", opts.damping)));
+        return Err(Error::Parameter {
+            name: "damping factor",
+            value: opts.damping,
+            range: "[0, 1]",
+        });
     }
     let (d, nf) = (opts.damping, g.num_vertices() as f64);
     let mut rank = VertexArray::new(g, "pagerank ranks", 1.0 / nf)?;

@@ -32,12 +32,8 @@ impl EdgeKernel for Product<'_> {
 
 /// `y = Aᵀx` for `x` indexed by dense id (|V| long).
 pub fn spmv(g: &Graph, x: &[f64]) -> Result<Vec<f64>, Error> {
-    let n = g.num_vertices();
-    if x.len() != n {
-        return Err(Error::Config(format!(
-            "the vector has {} entries, the graph {n} vertices",
-            x.len()
-        )));
+    if x.len() != g.num_vertices() {
+        return Err(Error::VectorLength { len: x.len(), vertices: g.num_vertices() });
     }
     let mut xs = VertexArray::new(g, "spmv input vector", 0.0f64)?;
     xs.copy_from_slice(x);
