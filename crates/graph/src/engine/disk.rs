@@ -9,10 +9,10 @@
 //! appliers gather (in parallel over a column's blocks, in the same pieces and order as an
 //! unweighted pass: the results are the same bits).
 
-use std::sync::Mutex;
-use std::sync::mpsc::Receiver;
+use std::ops::Range;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
 
-use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, Plan, RecordLayout, RunStats};
 
 use super::{EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode};
@@ -64,6 +64,8 @@ enum Values<V> {
     Ready(Vec<(VertexId, V)>),
     /// Edges to gather once paired with their weights (weighted passes).
     Deferred(Vec<Piece>),
+    /// Deferred edges being gathered on the rayon pool: their values, when done.
+    Gathering(Receiver<Vec<(VertexId, V)>>),
     /// Raw weights of a run, from byte `offset` of its weight extent.
     Weights { offset: u64, bytes: Vec<u8> },
 }
@@ -75,7 +77,8 @@ struct Piece {
     /// Index of the first edge relative to its run.
     first: u64,
     edges: Vec<u8>,
-    weights: Vec<u8>,
+    /// The run's weights and this piece's byte range of them.
+    weights: Option<(Arc<Vec<u8>>, Range<usize>)>,
 }
 
 struct Partial<V> {
@@ -243,95 +246,123 @@ impl Graph {
         let rx = Mutex::new(rx);
         let pk = PassKernel { pass, layout, psize, weighted };
         let n = self.num_vertices();
-        std::thread::scope(|scope| {
-            for _ in 0..appliers {
-                let rx = &rx;
-                scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
-            }
-            let mut failure: Option<Error> = None;
-            let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
-            let mut col: Option<Column<K::Value>> = None;
-            // The weights of the run being read: (run, bytes).
-            let mut run_weights: (usize, Vec<u8>) = (usize::MAX, Vec::new());
-            let blocks = &layout.blocks;
-            let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
-                if failure.is_some() {
-                    return;
+        // Weighted pieces are gathered on the rayon pool as they arrive (overlapping the
+        // stream); the appliers wait for them in stream order.
+        rayon::in_place_scope(|gatherers| {
+            std::thread::scope(|scope| {
+                for _ in 0..appliers {
+                    let rx = &rx;
+                    scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
                 }
-                match &mut part.values {
-                    Values::Weights { offset, bytes } => {
-                        if run_weights.0 != part.ext {
-                            run_weights = (part.ext, Vec::new());
-                        }
-                        if *offset != run_weights.1.len() as u64 {
-                            failure = Some(Error::corrupt(&self.dir, "weights out of order"));
-                        }
-                        run_weights.1.extend_from_slice(bytes);
+                let mut failure: Option<Error> = None;
+                let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
+                let mut col: Option<Column<K::Value>> = None;
+                // The weights of the run being read, then (complete) shared with its edge pieces.
+                let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
+                let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
+                let blocks = &layout.blocks;
+                let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
+                    if failure.is_some() {
                         return;
                     }
-                    Values::Deferred(pieces) => {
-                        for x in pieces {
-                            let lo = (x.first * WEIGHT_BYTES) as usize;
-                            let hi = lo + x.edges.len() / 4 * WEIGHT_BYTES as usize;
-                            match run_weights.1.get(lo..hi).filter(|_| run_weights.0 == part.ext) {
-                                Some(w) => x.weights = w.to_vec(),
-                                None => {
+                    match &mut part.values {
+                        Values::Weights { offset, bytes } => {
+                            if reading.0 != part.ext {
+                                reading = (part.ext, Vec::new());
+                            }
+                            if *offset != reading.1.len() as u64 {
+                                failure = Some(Error::corrupt(&self.dir, "weights out of order"));
+                            }
+                            match reading.1.is_empty() {
+                                true => reading.1 = std::mem::take(bytes),
+                                false => reading.1.extend_from_slice(bytes),
+                            }
+                            return;
+                        }
+                        Values::Deferred(pieces) => {
+                            if read.0 != part.ext && reading.0 == part.ext {
+                                read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
+                                reading.0 = usize::MAX;
+                            }
+                            for x in pieces {
+                                let lo = (x.first * WEIGHT_BYTES) as usize;
+                                let hi = lo + x.edges.len() / 4 * WEIGHT_BYTES as usize;
+                                if read.0 != part.ext || hi > read.1.len() {
                                     failure = Some(Error::corrupt(&self.dir, "weights missing"));
                                     return;
                                 }
+                                x.weights = Some((Arc::clone(&read.1), lo..hi));
                             }
                         }
+                        Values::Ready(_) | Values::Gathering(_) => {}
                     }
-                    Values::Ready(_) => {}
-                }
-                for (bi, crc, len) in part.pieces {
-                    let (b, hasher, done) =
-                        cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
-                    if *b != bi {
-                        let br = &blocks[*b];
-                        failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
-                        return;
-                    }
-                    hasher.combine(&crc);
-                    *done += len;
-                    let br = &blocks[bi];
-                    if *done == (br.end - br.start) * EDGE_BYTES {
-                        let Some((_, h, _)) = cur.take() else { return };
-                        if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
+                    for (bi, crc, len) in part.pieces {
+                        let (b, hasher, done) =
+                            cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
+                        if *b != bi {
+                            let br = &blocks[*b];
                             failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
                             return;
                         }
+                        hasher.combine(&crc);
+                        *done += len;
+                        let br = &blocks[bi];
+                        if *done == (br.end - br.start) * EDGE_BYTES {
+                            let Some((_, h, _)) = cur.take() else { return };
+                            if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
+                                failure =
+                                    Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                                return;
+                            }
+                        }
                     }
-                }
-                let (dp, parts, got) = col.get_or_insert_with(|| (part.dp, Vec::new(), 0));
-                if *dp != part.dp {
-                    failure = Some(Error::corrupt(&self.dir, "pass out of column order"));
-                    return;
-                }
-                *got += part.bytes;
-                parts.push(part.values);
-                if *got == layout.col_bytes[*dp] {
-                    let Some((dp, parts, _)) = col.take() else { return };
-                    if let Some((slice, bits)) = slices[dp].take() {
-                        let _ = tx.send((dp, parts, slice, bits));
+                    let (dp, parts, got) = col.get_or_insert_with(|| (part.dp, Vec::new(), 0));
+                    if *dp != part.dp {
+                        failure = Some(Error::corrupt(&self.dir, "pass out of column order"));
+                        return;
                     }
+                    *got += part.bytes;
+                    if let Values::Deferred(pieces) = &mut part.values {
+                        let (pieces, (tx, rx)) = (std::mem::take(pieces), sync_channel(1));
+                        gatherers.spawn(move |_| {
+                            let _ = tx.send(gather_pieces(pass, &pieces));
+                        });
+                        part.values = Values::Gathering(rx);
+                    }
+                    parts.push(part.values);
+                    if *got == layout.col_bytes[*dp] {
+                        let Some((dp, parts, _)) = col.take() else { return };
+                        if let Some((slice, bits)) = slices[dp].take() {
+                            let _ = tx.send((dp, parts, slice, bits));
+                        }
+                    }
+                });
+                drop(tx);
+                let run = res.map_err(Error::from)?;
+                if let Some(e) = failure {
+                    return Err(e);
                 }
-            });
-            drop(tx);
-            let run = res.map_err(Error::from)?;
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            if cur.is_some() || col.is_some() {
-                return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
-            }
-            Ok(run)
+                if cur.is_some() || col.is_some() {
+                    return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
+                }
+                Ok(run)
+            })
         })
     }
 }
 
+/// The values of a weighted block's pieces (paired with their weights).
+fn gather_pieces<K: EdgeKernel>(pass: &Pass<'_, K>, pieces: &[Piece]) -> Vec<(VertexId, K::Value)> {
+    let mut out = Vec::with_capacity(pieces.iter().map(|x| x.edges.len() / 8).sum());
+    for x in pieces {
+        let w = x.weights.as_ref().map(|(w, r)| &w[r.clone()]);
+        block_to_values(pass, x.sbase, x.dbase, &x.edges, w, &mut out);
+    }
+    out
+}
+
 /// An applier: takes finished columns and applies their values in stream order to the
-/// column's slice of the state; weighted columns are gathered first, in parallel over blocks.
+/// column's slice of the state.
 fn apply_columns<K: EdgeKernel>(
     pass: &Pass<'_, K>,
     rx: &Mutex<Receiver<Job<'_, K::State, K::Value>>>,
@@ -346,22 +377,12 @@ fn apply_columns<K: EdgeKernel>(
             Err(_) => return,
         };
         let Ok((dp, parts, slice, bits)) = job else { return };
-        let parts: Vec<Vec<(VertexId, K::Value)>> = parts
-            .into_par_iter()
-            .map(|v| match v {
-                Values::Ready(v) => v,
-                Values::Deferred(pieces) => {
-                    let mut out =
-                        Vec::with_capacity(pieces.iter().map(|x| x.edges.len() / 8).sum());
-                    for x in &pieces {
-                        let w = Some(&x.weights[..]);
-                        block_to_values(pass, x.sbase, x.dbase, &x.edges, w, &mut out);
-                    }
-                    out
-                }
-                Values::Weights { .. } => Vec::new(),
-            })
-            .collect();
+        let parts = parts.into_iter().map(|v| match v {
+            Values::Ready(v) => v,
+            Values::Deferred(pieces) => gather_pieces(pass, &pieces),
+            Values::Gathering(rx) => rx.recv().unwrap_or_default(),
+            Values::Weights { .. } => Vec::new(),
+        });
         let dbase = dp * psize;
         let mut changed = 0u64;
         for (d, v) in parts.into_iter().flatten() {
@@ -434,9 +455,9 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                     dbase,
                     first: lo,
                     edges: bytes.to_vec(),
-                    weights: Vec::new(),
+                    weights: None,
                 }),
-                Values::Weights { .. } => {}
+                Values::Weights { .. } | Values::Gathering(_) => {}
             }
         }
         part
