@@ -37,7 +37,7 @@
 //! # Modes
 //! *Streaming* (default): every pass reads the selected blocks through the `sluice-io` block
 //! pipeline; workers decode blocks into per-destination partial results, which appliers apply
-//! in stream order (weighted passes: the appliers gather, once edges and weights are paired). *In memory* ([`Graph::load_edges`]): the blocks are held in
+//! in stream order (weighted passes gather on the rayon pool once edges and weights are paired). *In memory* ([`Graph::load_edges`]): the blocks are held in
 //! RAM and each destination partition is a rayon task that applies directly to its slice of
 //! the state — the fast path for graphs that fit.
 

@@ -5,9 +5,9 @@
 //! A weighted pass reads each extent's weights (the same edges' range of the weight file) right
 //! before its edges, in the same plan, so the pipeline streams and counts them too. A worker
 //! cannot pair an edge block with a weight block another worker holds, so it hands over the
-//! decoded edges; the calling thread pairs them with their weights in stream order, and the
-//! appliers gather (in parallel over a column's blocks, in the same pieces and order as an
-//! unweighted pass: the results are the same bits).
+//! edges it read; the calling thread pairs them with their weights in stream order and hands
+//! each block to the rayon pool to gather (overlapping the stream), and the appliers take the
+//! values in stream order: the same pieces and order as a worker's gather, so the same bits.
 
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, sync_channel};
