@@ -14,7 +14,7 @@ use sluice_graph::algo::pagerank::{self, PageRankOptions};
 use sluice_graph::algo::{bfs, wcc};
 use sluice_graph::import::{Format, ImportOptions, import};
 use sluice_graph::kronecker::{self, GenOptions};
-use sluice_graph::{Graph, VertexId, summary};
+use sluice_graph::{Graph, summary};
 use sluice_io::{Budget, RunStats};
 use sluice_kernels::{GrepConfig, grep, stats};
 use sluice_testkit::{generate_npy, generate_records};
@@ -139,7 +139,7 @@ fn demo_graph(dir: &Path, pipe: &PipelineArgs, budget: &Budget, scale: u32) -> a
     }
     let root = summary::top_k(&pr.ranks, 1)[0];
     let t = Instant::now();
-    let depth = bfs::bfs(&g, root as VertexId)?;
+    let depth = bfs::bfs(&g, ids[root])?;
     report_pass(&g, &format!("bfs from {}", ids[root]), t)?;
     let reach = summary::depth_reach(&depth);
     say!(

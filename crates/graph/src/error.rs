@@ -85,6 +85,24 @@ pub enum Error {
         /// The original id.
         id: u64,
     },
+    /// An algorithm parameter is outside its range.
+    #[error("{name} {value} is not in {range}")]
+    Parameter {
+        /// What the parameter is.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// The range it must be in.
+        range: &'static str,
+    },
+    /// A per-vertex input (SpMV's vector) does not have one entry per vertex.
+    #[error("the vector has {len} entries, the graph {vertices} vertices")]
+    VectorLength {
+        /// Entries given.
+        len: usize,
+        /// |V|.
+        vertices: usize,
+    },
     /// An option value is unusable.
     #[error("{0}")]
     Config(String),

@@ -78,7 +78,7 @@ pub fn run(
         let parameters = match alg {
             Algorithm::Bfs => {
                 let src: u64 = num(&props, "bfs.source-vertex")?;
-                let depth = bfs::bfs(&g, g.dense_id(src)?)?;
+                let depth = bfs::bfs(&g, src)?;
                 output::write(&out, ids, Values::U32 { values: &depth, unreached: i64::MAX })?;
                 format!("source={src}")
             }
@@ -107,7 +107,7 @@ pub fn run(
             }
             Algorithm::Sssp | Algorithm::Spmv => {
                 let src: u64 = num(&props, "sssp.source-vertex")?;
-                let dist = sssp::sssp(&g, g.dense_id(src)?)?;
+                let dist = sssp::sssp(&g, src)?;
                 output::write(&out, ids, Values::F64(&dist))?;
                 format!("source={src}")
             }

@@ -1,14 +1,43 @@
 //! sluice-graph: out-of-core graph analytics on a grid store.
 //!
-//! * [`import`] turns SNAP / Matrix Market / LDBC / binary edge lists into a grid store
-//!   ([`store`]) out of core; [`kronecker`] writes Graph500 Kronecker graphs.
-//! * [`Graph`] opens a store (vertex arrays in memory, edges on disk) and runs passes:
-//!   [`Graph::stream_edges`] with an [`EdgeKernel`], [`Graph::stream_vertices`].
-//! * [`algo`] holds the algorithms (PageRank, BFS, WCC) with LDBC Graphalytics semantics;
-//!   [`output`] writes their results.
-//! * CDLP and LCC read whole neighbour lists through [`Graph::stream_adjacency`] (one partition's
-//!   [`Adjacency`] in memory at a time); [`validate`] checks outputs with LDBC's rules and
-//!   [`ldbc`] runs a `.properties` file's algorithms and validates them.
+//! An algorithm is a short program over the engine's operators (`STYLE.md` §3, after Ligra):
+//! [`Graph::stream_edges`] with an [`EdgeKernel`] over a [`VertexSet`] and [`VertexArray`]s,
+//! [`Graph::stream_vertices`], and [`Graph::stream_adjacency`] (one partition's
+//! [`Adjacency`] in memory at a time) for algorithms that need whole neighbour lists.
+//!
+//! # Modules
+//! ```text
+//! algo                    the algorithms, one file each, LDBC Graphalytics semantics
+//!   bfs                   depths from a root (frontier edge map)
+//!   cdlp                  community detection by label propagation (adjacency stream)
+//!   lcc                   local clustering coefficient (triangles over adjacency windows)
+//!   pagerank              PageRank (vertex pass + edge pass per iteration)
+//!   spmv                  y = Aᵀx over the stored edges (weighted pass)
+//!   sssp                  shortest distances from a root (frontier Bellman-Ford, weighted)
+//!   wcc                   weakly connected components (synchronous min-label)
+//! cleanup                 temporary paths removed on Ctrl-C / SIGTERM
+//! engine                  Graph: open a store, vertex arrays in memory, the pass operators
+//!   adjacency             per-partition neighbour lists, streamed or loaded in windows
+//!   disk                  the streaming mode: passes through the sluice-io block pipeline
+//!   memory                the in-memory mode: passes over blocks held in RAM
+//!   triangles             oriented adjacency and triangle listing (LCC's primitive)
+//!   vertex_array          VertexArray: padded per-vertex state held against the budget
+//!   vertex_set            VertexSet: active sets (bitmap with per-partition counts)
+//! error                   the crate's one error type
+//! import                  edge lists (SNAP, Matrix Market, LDBC, bin) into a grid store
+//!   describe              what an input holds: format, directedness, ids, weights
+//!   parse                 text and binary records to edges
+//!   vertices              the id map: original ids to dense ids
+//!   buckets               external bucketing of edges by grid block
+//!   blocks                writing the grid blocks, indexes and checksums
+//! kronecker               Graph500 Kronecker generator
+//! ldbc                    the LDBC driver: run a .properties file's algorithms, validate
+//! output                  per-vertex results: LDBC text, .npy, top K; reading vector files
+//! store                   the grid store's on-disk layout: meta.json, indexes, checksums
+//! summary                 figures of results computed once: component sizes, reach, top K
+//! validate                LDBC output validation and per-vertex value files
+//! verify                  checking every file and block checksum of a store
+//! ```
 //!
 //! ```
 //! use sluice_graph::{Graph, import::{import, Format, ImportOptions}, algo::bfs::bfs};
@@ -23,7 +52,7 @@
 //! let pipeline = PipelineBuilder::new().build().unwrap();
 //! import(&[input], &store, &opts, &pipeline, &Budget::unlimited()).unwrap();
 //! let g = Graph::open(&store, PipelineBuilder::new().build().unwrap(), Budget::unlimited()).unwrap();
-//! let depth = bfs(&g, g.dense_id(10).unwrap()).unwrap();
+//! let depth = bfs(&g, 10).unwrap();
 //! assert_eq!(depth, vec![0, 1, 2]);
 //! ```
 
@@ -44,6 +73,6 @@ pub mod validate;
 mod verify;
 
 pub use engine::adjacency::{Adjacency, Neighbours};
-pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexId, VertexSet};
+pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexArray, VertexId, VertexSet};
 pub use error::Error;
 pub use verify::{VerifyReport, verify};

@@ -1,16 +1,17 @@
 //! The engine on a graph with several partitions (P > 1), in both modes (streaming through
 //! the block pipeline, and in memory), against naive implementations written here; plus
-//! determinism, selective scheduling and a corrupt block found mid-pass.
+//! determinism, selective scheduling, a corrupt block found mid-pass, and the pipeline figures
+//! of passes (mapped bytes over a cached store, weights read as plan extents).
 
 use std::collections::VecDeque;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use sluice_graph::algo::{bfs, pagerank, wcc};
+use sluice_graph::algo::{bfs, pagerank, spmv, wcc};
 use sluice_graph::import::{Format, ImportOptions, import};
 use sluice_graph::{Error, Graph};
-use sluice_io::{Budget, PipelineBuilder};
+use sluice_io::{Budget, DirectMode, Engine, PipelineBuilder};
 
 const N: u64 = 150_000; // > 2 partitions of 65536
 
@@ -149,15 +150,16 @@ fn several_partitions_both_modes_match_naive_implementations() {
             assert_eq!(g.original_ids()[0], 3 * ids[0] + 7);
             let opts = pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
             let pr = pagerank::pagerank(&g, &opts).unwrap();
-            for v in 0..n {
+            assert_eq!(pr.ranks.len(), want_pr.len());
+            for (v, (got, want)) in pr.ranks.iter().zip(&want_pr).enumerate() {
                 assert!(
-                    (pr.ranks[v] - want_pr[v]).abs() <= 1e-12 * want_pr[v],
+                    (got - want).abs() <= 1e-12 * want,
                     "PR {v} directed={directed} mem={in_memory}"
                 );
             }
             prs.push(pr.ranks);
             assert_eq!(
-                bfs::bfs(&g, 0).unwrap(),
+                bfs::bfs(&g, g.original_ids()[0]).unwrap(),
                 want_bfs,
                 "BFS directed={directed} mem={in_memory}"
             );
@@ -216,4 +218,61 @@ fn a_corrupt_block_is_an_error_mid_pass() {
     let mut g = Graph::open(&store, pipeline, Budget::unlimited()).unwrap();
     assert!(matches!(g.load_edges(), Err(Error::Corrupt { .. })));
     assert!(matches!(sluice_graph::verify(&store), Err(Error::Corrupt { .. })));
+}
+
+#[test]
+fn a_pass_over_a_cached_store_reports_its_mapped_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = write_and_import(dir.path(), &edges(), true);
+    // Read the edges once so the page cache holds them: the IOC engine then maps the file.
+    let edges_file = store.join("fwd.edges");
+    let len = std::fs::read(&edges_file).unwrap().len() as u64;
+    let pipeline = PipelineBuilder::new()
+        .engine(Engine::Ioc)
+        .direct(DirectMode::Auto)
+        .mmap(true)
+        .block_size(64 << 10)
+        .build()
+        .unwrap();
+    let g = Graph::open(&store, pipeline, Budget::unlimited()).unwrap();
+    let opts = pagerank::PageRankOptions { iterations: 2, damping: 0.85, tolerance: None };
+    pagerank::pagerank(&g, &opts).unwrap();
+    let run = g.take_stats().run;
+    let Some(f) = run.files.iter().find(|f| f.path == edges_file) else {
+        panic!("the pass read no fwd.edges: {:?}", run.files);
+    };
+    if !f.mapped {
+        eprintln!("skipped: fwd.edges was not mapped here ({})", f.reason);
+        return;
+    }
+    assert!(run.mapped_bytes > 0, "a mapped pass reported 0 mapped bytes: {run:?}");
+    assert_eq!(run.mapped_bytes, 2 * len, "both passes' mapped bytes are counted");
+}
+
+#[test]
+fn a_weighted_pass_reads_the_weights_through_the_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String =
+        edges().iter().map(|(s, d)| format!("{s} {d} {}\n", (s * 7 + d) % 13)).collect();
+    let input = dir.path().join("w.txt");
+    std::fs::write(&input, text).unwrap();
+    let store = dir.path().join("w.grid");
+    let mut o = ImportOptions::new(Format::Snap);
+    o.directed = Some(true);
+    let pipeline = PipelineBuilder::new().build().unwrap();
+    import(&[input], &store, &o, &pipeline, &Budget::unlimited()).unwrap();
+    let pipeline = PipelineBuilder::new().direct(DirectMode::Never).mmap(false).build().unwrap();
+    let g = Graph::open(&store, pipeline, Budget::unlimited()).unwrap();
+    assert!(g.meta().weighted);
+    let x = vec![1.0; g.num_vertices()];
+    let y = spmv::spmv(&g, &x).unwrap();
+    let run = g.take_stats().run;
+    assert_eq!(run.bytes_read, g.meta().num_edges * 12, "4 bytes per edge plus 8 per weight");
+    let mut mem =
+        Graph::open(&store, PipelineBuilder::new().build().unwrap(), Budget::unlimited()).unwrap();
+    mem.load_edges().unwrap();
+    let want = spmv::spmv(&mem, &x).unwrap();
+    for (a, b) in y.iter().zip(&want) {
+        assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "spmv streamed {a} vs in memory {b}");
+    }
 }

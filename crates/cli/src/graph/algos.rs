@@ -211,11 +211,18 @@ pub(super) fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Names `--source` when the library says the root is not a vertex.
+fn source_context(e: sluice_graph::Error) -> anyhow::Error {
+    match e {
+        sluice_graph::Error::NoSuchVertex { .. } => anyhow::Error::new(e).context("--source"),
+        e => e.into(),
+    }
+}
+
 pub(super) fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
     let (g, progress, load) = open(&a.common, "bfs", 1)?;
-    let root = g.dense_id(a.source).context("--source")?;
     let t = Instant::now();
-    let depth = bfs::bfs(&g, root)?;
+    let depth = bfs::bfs(&g, a.source).map_err(source_context)?;
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
     write_out(&a.common, &g, Values::U32 { values: &depth, unreached: i64::MAX })?;
@@ -269,9 +276,8 @@ pub(super) fn run_lcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
     let (g, progress, load) = open(&a.common, "sssp", 1)?;
-    let root = g.dense_id(a.source).context("--source")?;
     let t = Instant::now();
-    let dist = sssp::sssp(&g, root)?;
+    let dist = sssp::sssp(&g, a.source).map_err(source_context)?;
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
     write_out(&a.common, &g, Values::F64(&dist))?;

@@ -15,7 +15,7 @@
 
 use rayon::prelude::*;
 
-use crate::{Error, Graph, Neighbours, VertexId};
+use crate::{Error, Graph, Neighbours, VertexArray, VertexId};
 
 /// Result of [`cdlp`].
 #[derive(Debug, Clone)]
@@ -40,13 +40,11 @@ fn mode(labels: &mut [VertexId]) -> VertexId {
 
 /// Runs `iterations` iterations of CDLP on `g`.
 pub fn cdlp(g: &Graph, iterations: u32) -> Result<Cdlp, Error> {
-    let n = g.num_vertices();
-    let (mut label, _r1) = g.vertex_array("cdlp labels", 0 as VertexId)?;
-    let (mut prev, _r2) = g.vertex_array("cdlp previous labels", 0 as VertexId)?;
-    label.iter_mut().enumerate().for_each(|(v, l)| *l = v as VertexId);
+    let mut labels = VertexArray::new(g, "cdlp labels", 0 as VertexId)?;
+    labels.iter_mut().enumerate().for_each(|(v, l)| *l = v as VertexId);
     let mut done = 0;
     while done < iterations {
-        prev.copy_from_slice(&label);
+        let (prev, label) = labels.begin_pass()?;
         let mut changed = 0;
         g.stream_adjacency(Neighbours::Both, false, |adj| {
             let r = adj.vertices();
@@ -68,6 +66,5 @@ pub fn cdlp(g: &Graph, iterations: u32) -> Result<Cdlp, Error> {
             break;
         }
     }
-    label.truncate(n);
-    Ok(Cdlp { labels: label, iterations: done })
+    Ok(Cdlp { labels: labels.into_vec(), iterations: done })
 }

@@ -5,7 +5,7 @@
 //! One iteration is one vertex pass (contributions `rank/out_degree`, sink mass) and one edge
 //! pass summing contributions into each destination.
 
-use crate::{Direction, EdgeKernel, Error, Graph, VertexId, VertexSet};
+use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
 /// Options of [`pagerank`].
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +37,7 @@ impl EdgeKernel for Sum<'_> {
     type Value = f64;
     type State = f64;
     #[inline(always)]
-    fn gather(&self, s: VertexId, _w: f64) -> Option<f64> {
+    fn gather(&self, s: VertexId, _prev: &[f64], _w: f64) -> Option<f64> {
         Some(self.contrib[s as usize])
     }
     #[inline(always)]
@@ -54,47 +54,37 @@ impl EdgeKernel for Sum<'_> {
 /// Runs PageRank on `g`.
 pub fn pagerank(g: &Graph, opts: &PageRankOptions) -> Result<PageRank, Error> {
     if !(0.0..=1.0).contains(&opts.damping) {
-        return Err(Error::Config(format!("damping factor {} is not in [0, 1]", opts.damping)));
+        return Err(Error::Parameter {
+            name: "damping factor",
+            value: opts.damping,
+            range: "[0, 1]",
+        });
     }
-    let n = g.num_vertices();
-    let (d, nf) = (opts.damping, n as f64);
-    let (mut rank, _r1) = g.vertex_array("pagerank ranks", 1.0 / nf)?;
-    let (mut contrib, _r2) = g.vertex_array("pagerank contributions", 0.0f64)?;
-    let (mut sum, _r3) = g.vertex_array("pagerank sums", 0.0f64)?;
+    let (d, nf) = (opts.damping, g.num_vertices() as f64);
+    let mut rank = VertexArray::new(g, "pagerank ranks", 1.0 / nf)?;
+    let mut contrib = VertexArray::new(g, "pagerank contributions", 0.0f64)?;
+    let mut sum = VertexArray::new(g, "pagerank sums", 0.0f64)?;
     let deg = g.out_degree();
     let all = VertexSet::all(g);
     let (mut done, mut change) = (0, f64::INFINITY);
     while done < opts.iterations {
         // Vertex pass: contributions and the sinks' mass (folded in vertex order).
-        let sink = g.stream_vertices(
-            &mut contrib,
-            0.0,
-            |v, c| {
-                let (r, k) = (rank[v as usize], deg[v as usize]);
-                *c = if k == 0 { 0.0 } else { r / k as f64 };
-                if k == 0 { r } else { 0.0 }
-            },
-            |a, b| a + b,
-        );
+        let sink = g.sum_vertices(&mut contrib, |v, c| {
+            let (r, k) = (rank[v as usize], deg[v as usize]);
+            *c = if k == 0 { 0.0 } else { r / k as f64 };
+            if k == 0 { r } else { 0.0 }
+        });
         sum.iter_mut().for_each(|s| *s = 0.0);
-        g.stream_edges(&Sum { contrib: &contrib }, &all, Direction::Out, &mut sum)?;
+        g.stream_edges(&Sum { contrib: contrib.padded() }, &all, Direction::Out, &mut sum)?;
         let base = (1.0 - d) / nf + d * sink / nf;
-        change = g.stream_vertices(
-            &mut rank,
-            0.0,
-            |v, r| {
-                let new = base + d * sum[v as usize];
-                let delta = (new - *r).abs();
-                *r = new;
-                delta
-            },
-            |a, b| a + b,
-        );
+        change = g.sum_vertices(&mut rank, |v, r| {
+            let old = std::mem::replace(r, base + d * sum[v as usize]);
+            (*r - old).abs()
+        });
         done += 1;
         if opts.tolerance.is_some_and(|t| change < t) {
             break;
         }
     }
-    rank.truncate(n);
-    Ok(PageRank { ranks: rank, iterations: done, last_change: change })
+    Ok(PageRank { ranks: rank.into_vec(), iterations: done, last_change: change })
 }

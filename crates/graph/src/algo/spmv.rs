@@ -5,7 +5,7 @@
 //! add up (as scipy.sparse sums duplicate entries); a self loop is a diagonal entry (an
 //! undirected one stored once).
 
-use crate::{Direction, EdgeKernel, Error, Graph, VertexId, VertexSet};
+use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
 struct Product<'a> {
     x: &'a [f64],
@@ -16,7 +16,7 @@ impl EdgeKernel for Product<'_> {
     type State = f64;
     const WEIGHTED: bool = true;
     #[inline(always)]
-    fn gather(&self, s: VertexId, w: f64) -> Option<f64> {
+    fn gather(&self, s: VertexId, _prev: &[f64], w: f64) -> Option<f64> {
         Some(w * self.x[s as usize])
     }
     #[inline(always)]
@@ -32,17 +32,12 @@ impl EdgeKernel for Product<'_> {
 
 /// `y = Aᵀx` for `x` indexed by dense id (|V| long).
 pub fn spmv(g: &Graph, x: &[f64]) -> Result<Vec<f64>, Error> {
-    let n = g.num_vertices();
-    if x.len() != n {
-        return Err(Error::Config(format!(
-            "the vector has {} entries, the graph {n} vertices",
-            x.len()
-        )));
+    if x.len() != g.num_vertices() {
+        return Err(Error::VectorLength { len: x.len(), vertices: g.num_vertices() });
     }
-    let (mut xs, _r1) = g.vertex_array("spmv input vector", 0.0f64)?;
-    xs[..n].copy_from_slice(x);
-    let (mut y, _r2) = g.vertex_array("spmv output vector", 0.0f64)?;
-    g.stream_edges(&Product { x: &xs }, &VertexSet::all(g), Direction::Out, &mut y)?;
-    y.truncate(n);
-    Ok(y)
+    let mut xs = VertexArray::new(g, "spmv input vector", 0.0f64)?;
+    xs.copy_from_slice(x);
+    let mut y = VertexArray::new(g, "spmv output vector", 0.0f64)?;
+    g.stream_edges(&Product { x: xs.padded() }, &VertexSet::all(g), Direction::Out, &mut y)?;
+    Ok(y.into_vec())
 }

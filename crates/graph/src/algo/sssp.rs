@@ -3,18 +3,17 @@
 //! Frontier Bellman-Ford: each pass relaxes the edges out of the vertices whose distance fell in
 //! the previous pass (blocks of other source partitions are skipped), reading the previous
 //! pass's distances, until none falls. Weights must be finite and non-negative (`import`
-//! rejects others; a pass that meets one anyway fails); an unweighted store counts 1 per edge.
+//! rejects others; a pass that relaxes one anyway fails); an unweighted store counts 1 per edge.
 //! Out of core: 16 bytes per vertex (distances, previous distances) beside [`Graph::open`]'s 16;
 //! each pass reads 4 bytes per edge of the streamed blocks plus 8 for its weight; passes = the
-//! largest hop count of a shortest path (+1). Multigraphs: the lightest of duplicate edges wins; self loops never shorten a path.
+//! largest hop count of a shortest path (+1). Multigraphs: the lightest of duplicate edges
+//! wins; self loops never shorten a path.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use crate::{Direction, EdgeKernel, Error, Graph, VertexId, VertexSet};
+use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
 struct Relax<'a> {
-    prev: &'a [f64],
-    frontier: &'a VertexSet,
     bad_weight: &'a AtomicBool,
 }
 
@@ -22,13 +21,15 @@ impl EdgeKernel for Relax<'_> {
     type Value = f64;
     type State = f64;
     const WEIGHTED: bool = true;
+    const FRONTIER: bool = true;
+    const SYNC: bool = true;
     #[inline(always)]
-    fn gather(&self, s: VertexId, w: f64) -> Option<f64> {
+    fn gather(&self, s: VertexId, prev: &[f64], w: f64) -> Option<f64> {
         if !(w >= 0.0 && w.is_finite()) {
             self.bad_weight.store(true, Relaxed);
             return None;
         }
-        self.frontier.contains(s).then(|| self.prev[s as usize] + w)
+        Some(prev[s as usize] + w)
     }
     #[inline(always)]
     fn combine(&self, a: f64, b: f64) -> f64 {
@@ -44,21 +45,16 @@ impl EdgeKernel for Relax<'_> {
     }
 }
 
-/// Distance from `root` (a dense id) to every vertex.
-pub fn sssp(g: &Graph, root: VertexId) -> Result<Vec<f64>, Error> {
-    let n = g.num_vertices();
-    let (mut dist, _r1) = g.vertex_array("sssp distances", f64::INFINITY)?;
-    let (mut prev, _r2) = g.vertex_array("sssp previous distances", f64::INFINITY)?;
-    *dist
-        .get_mut(root as usize)
-        .filter(|_| (root as usize) < n)
-        .ok_or(Error::NoSuchVertex { id: root as u64 })? = 0.0;
+/// Distance from the vertex of original id `root` to every vertex (by dense id).
+pub fn sssp(g: &Graph, root: u64) -> Result<Vec<f64>, Error> {
+    let root = g.dense_id(root)?;
+    let mut dist = VertexArray::new(g, "sssp distances", f64::INFINITY)?;
+    dist[root as usize] = 0.0;
     let bad_weight = AtomicBool::new(false);
     let mut frontier = VertexSet::single(g, root);
     while !frontier.is_empty() {
-        prev.copy_from_slice(&dist);
-        let k = Relax { prev: &prev, frontier: &frontier, bad_weight: &bad_weight };
-        frontier = g.stream_edges(&k, &frontier, Direction::Out, &mut dist)?;
+        let relax = Relax { bad_weight: &bad_weight };
+        frontier = g.stream_edges(&relax, &frontier, Direction::Out, &mut dist)?;
         if bad_weight.load(Relaxed) {
             return Err(Error::Input {
                 path: g.dir().to_path_buf(),
@@ -66,6 +62,5 @@ pub fn sssp(g: &Graph, root: VertexId) -> Result<Vec<f64>, Error> {
             });
         }
     }
-    dist.truncate(n);
-    Ok(dist)
+    Ok(dist.into_vec())
 }

@@ -4,18 +4,17 @@
 //! (each pass reads the previous pass's labels), streaming only blocks whose source partition
 //! holds a vertex whose label changed, until no label changes.
 
-use crate::{Direction, EdgeKernel, Error, Graph, VertexId};
+use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
-struct MinLabel<'a> {
-    prev: &'a [u32],
-}
+struct MinLabel;
 
-impl EdgeKernel for MinLabel<'_> {
+impl EdgeKernel for MinLabel {
     type Value = u32;
     type State = u32;
+    const SYNC: bool = true;
     #[inline(always)]
-    fn gather(&self, s: VertexId, _w: f64) -> Option<u32> {
-        Some(self.prev[s as usize])
+    fn gather(&self, s: VertexId, prev: &[u32], _w: f64) -> Option<u32> {
+        Some(prev[s as usize])
     }
     #[inline(always)]
     fn combine(&self, a: u32, b: u32) -> u32 {
@@ -33,17 +32,11 @@ impl EdgeKernel for MinLabel<'_> {
 
 /// Component label (a dense id: the smallest in the component) of each vertex.
 pub fn wcc(g: &Graph) -> Result<Vec<u32>, Error> {
-    let n = g.num_vertices();
-    let (mut label, _r1) = g.vertex_array("wcc labels", u32::MAX)?;
-    let (mut prev, _r2) = g.vertex_array("wcc previous labels", u32::MAX)?;
-    for (v, l) in label.iter_mut().enumerate().take(n) {
-        *l = v as u32;
-    }
-    let mut active = crate::VertexSet::all(g);
+    let mut label = VertexArray::new(g, "wcc labels", u32::MAX)?;
+    label.iter_mut().enumerate().for_each(|(v, l)| *l = v as u32);
+    let mut active = VertexSet::all(g);
     while !active.is_empty() {
-        prev.copy_from_slice(&label);
-        active = g.stream_edges(&MinLabel { prev: &prev }, &active, Direction::Both, &mut label)?;
+        active = g.stream_edges(&MinLabel, &active, Direction::Both, &mut label)?;
     }
-    label.truncate(n);
-    Ok(label)
+    Ok(label.into_vec())
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use crate::{Adjacency, Error, Graph, Neighbours, VertexId};
+use crate::{Adjacency, Error, Graph, Neighbours, VertexArray, VertexId};
 
 impl Graph {
     /// `f(d(v), t(v))` for every vertex v, in vertex order on the calling thread, where on the
@@ -288,8 +288,8 @@ fn listed<R>(g: &Graph, f: &impl Fn(u32, u64) -> R) -> Result<Option<Vec<R>>, Er
 /// that holds one partition's lists beside the window).
 fn windowed<R>(g: &Graph, f: &impl Fn(u32, u64) -> R) -> Result<Vec<R>, Error> {
     let n = g.num_vertices();
-    let (mut pairs, _r1) = g.vertex_array("lcc neighbour pairs", 0u64)?;
-    let (mut size, _r2) = g.vertex_array("lcc neighbourhood sizes", 0u32)?;
+    let mut pairs = VertexArray::new(g, "lcc neighbour pairs", 0u64)?;
+    let mut size = VertexArray::new(g, "lcc neighbourhood sizes", 0u32)?;
     let words = g.padded_len() / 64;
     let _r3 = g
         .budget()
@@ -297,6 +297,7 @@ fn windowed<R>(g: &Graph, f: &impl Fn(u32, u64) -> R) -> Result<Vec<R>, Error> {
     let headroom = g.largest_partition_adjacency(Neighbours::Both);
     for window in g.adjacency_windows(Neighbours::Out, headroom) {
         let out = g.load_adjacency(Neighbours::Out, true, window)?;
+        let (pairs, size) = (pairs.padded_mut(), size.padded_mut());
         g.stream_adjacency(Neighbours::Both, true, |adj| {
             let r = adj.vertices();
             let (lo, hi) = (r.start as usize, r.end as usize);

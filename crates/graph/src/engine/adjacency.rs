@@ -74,10 +74,6 @@ impl Adjacency {
         let i = (v - self.first) as usize;
         &self.lists[self.offsets[i]..self.offsets[i + 1]]
     }
-    /// Entries held (all lists together).
-    pub fn entries(&self) -> usize {
-        self.lists.len()
-    }
 }
 
 /// Fills one group's lists from (destination, source) pairs in stream order.
@@ -487,9 +483,9 @@ mod tests {
     use sluice_io::{Budget, PipelineBuilder};
 
     use super::Neighbours;
-    use crate::Graph;
     use crate::algo::{cdlp, lcc, spmv, sssp};
     use crate::import::{Format, ImportOptions, import};
+    use crate::{Graph, VertexArray};
 
     const IDS: u64 = 150_000;
 
@@ -688,8 +684,8 @@ mod tests {
             assert!(room < outs_bytes);
             let tight = open(&store, Budget::new(used + arrays + headroom + room).unwrap());
             {
-                let (_a, _r1) = tight.vertex_array("pairs", 0u64).unwrap();
-                let (_b, _r2) = tight.vertex_array("sizes", 0u32).unwrap();
+                let _a = VertexArray::new(&tight, "pairs", 0u64).unwrap();
+                let _b = VertexArray::new(&tight, "sizes", 0u32).unwrap();
                 let _r3 = tight
                     .budget()
                     .reserve("bitmaps", (g.padded_len() / 8 * rayon::current_num_threads()) as u64);
@@ -702,9 +698,8 @@ mod tests {
                 }
             }
             assert_eq!(cdlp::cdlp(&g, 4).unwrap().labels, naive_cdlp(&ins, &outs, directed, 4));
-            let root = g.dense_id(0).unwrap();
-            let want = naive_sssp(&g, &edges, directed, root);
-            assert_eq!(sssp::sssp(&g, root).unwrap(), want);
+            let want = naive_sssp(&g, &edges, directed, g.dense_id(0).unwrap());
+            assert_eq!(sssp::sssp(&g, 0).unwrap(), want);
             let x: Vec<f64> =
                 (0..g.num_vertices()).map(|v| ((v * 7919) % 13) as f64 - 6.0).collect();
             let mut y = vec![0.0; g.num_vertices()];

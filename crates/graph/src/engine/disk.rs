@@ -1,0 +1,511 @@
+//! The streaming mode: every pass reads the selected blocks through the `sluice-io` block
+//! pipeline; workers decode blocks into per-destination partial results, which appliers apply
+//! in stream order, one thread per destination partition.
+//!
+//! A weighted pass reads each extent's weights (the same edges' range of the weight file) right
+//! before its edges, in the same plan, so the pipeline streams and counts them too. A worker
+//! cannot pair an edge block with a weight block another worker holds, so it hands over the
+//! edges it read; the calling thread pairs them with their weights in stream order and hands
+//! each block to the rayon pool to gather (overlapping the stream), and the appliers take the
+//! values in stream order: the same pieces and order as a worker's gather, so the same bits.
+
+use std::ops::Range;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
+
+use sluice_io::{Block, BlockKernel, Plan, RecordLayout, RunStats};
+
+use super::{EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode};
+use crate::Error;
+use crate::store::EDGE_BYTES;
+
+/// Bytes of one stored weight.
+const WEIGHT_BYTES: u64 = 8;
+
+/// One run of adjacent selected blocks of one column of one grid.
+#[derive(Debug)]
+struct Ext {
+    grid: usize,
+    dp: usize,
+    /// Edge index (in the grid's edge file) of the extent's first edge.
+    first_edge: u64,
+    edges: u64,
+    /// Indexes into the pass's `BlockRef` list, in file order.
+    blocks: Vec<usize>,
+}
+
+/// One grid block of a pass.
+#[derive(Debug)]
+struct BlockRef {
+    grid: usize,
+    block: usize,
+    sp: usize,
+    /// Edge range relative to the extent's first edge.
+    start: u64,
+    end: u64,
+}
+
+/// The selected blocks of a pass and the plan that reads them.
+struct Layout {
+    plan: Plan,
+    extents: Vec<Ext>,
+    /// For each plan extent: the [`Ext`] it reads, and whether it reads that run's weights.
+    reads: Vec<(usize, bool)>,
+    blocks: Vec<BlockRef>,
+    /// Edge bytes of each column.
+    col_bytes: Vec<u64>,
+    skipped: u64,
+    edges: u64,
+}
+
+/// What a worker makes of one block.
+enum Values<V> {
+    /// Values gathered and combined per destination run (unweighted passes).
+    Ready(Vec<(VertexId, V)>),
+    /// Edges to gather once paired with their weights (weighted passes).
+    Deferred(Vec<Piece>),
+    /// Deferred edges being gathered on the rayon pool: their values, when done.
+    Gathering(Receiver<Vec<(VertexId, V)>>),
+    /// Raw weights of a run, from byte `offset` of its weight extent.
+    Weights { offset: u64, bytes: Vec<u8> },
+}
+
+/// The edges of one block piece that overlap one grid block, and their weights.
+struct Piece {
+    sbase: u32,
+    dbase: u32,
+    /// Index of the first edge relative to its run.
+    first: u64,
+    edges: Vec<u8>,
+    /// The run's weights and this piece's byte range of them.
+    weights: Option<(Arc<Vec<u8>>, Range<usize>)>,
+}
+
+struct Partial<V> {
+    ext: usize,
+    dp: usize,
+    /// Edge bytes of the block.
+    bytes: u64,
+    /// (block, CRC-32 of the piece, piece bytes), in stream order.
+    pieces: Vec<(usize, crc32fast::Hasher, u64)>,
+    values: Values<V>,
+}
+
+/// A finished column for an applier: partition, its values in stream order, its state and
+/// next-active bits.
+type Job<'s, S, V> = (usize, Vec<Values<V>>, &'s mut [S], &'s mut [u64]);
+
+/// One partition's state and next-active bits.
+type Slice<'s, S> = (&'s mut [S], &'s mut [u64]);
+
+/// A column being gathered: partition, values in stream order, edge bytes so far.
+type Column<V> = (usize, Vec<Values<V>>, u64);
+
+/// What [`Graph::apply_in_columns`] works on.
+struct Columns<'a, 's, K: EdgeKernel> {
+    pass: &'a Pass<'a, K>,
+    layout: &'a Layout,
+    weighted: bool,
+    state: &'s mut [K::State],
+    bits: &'s mut [u64],
+    counts: &'a Mutex<Vec<u64>>,
+}
+
+impl Graph {
+    pub(super) fn stream_from_disk<K: EdgeKernel>(
+        &self,
+        pass: &Pass<'_, K>,
+        state: &mut [K::State],
+    ) -> Result<VertexSet, Error> {
+        let weighted = K::WEIGHTED && self.meta.weighted;
+        let layout = self.layout(pass.active, &pass.grids, weighted)?;
+        let mut next = VertexSet::empty_like(self);
+        let mut st_pass = PassStats {
+            passes: 1,
+            blocks_skipped: layout.skipped,
+            blocks_streamed: layout.blocks.len() as u64,
+            edges_streamed: layout.edges,
+            ..PassStats::default()
+        };
+        if !layout.extents.is_empty() {
+            let counts = Mutex::new(vec![0u64; self.meta.partitions as usize]);
+            let run = self.apply_in_columns(Columns {
+                pass,
+                layout: &layout,
+                weighted,
+                state,
+                bits: &mut next.bits,
+                counts: &counts,
+            })?;
+            next.part_counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
+            st_pass.run.merge(&run);
+        }
+        let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        st.passes += 1;
+        st.blocks_skipped += st_pass.blocks_skipped;
+        st.blocks_streamed += st_pass.blocks_streamed;
+        st.edges_streamed += st_pass.edges_streamed;
+        st.run.merge(&st_pass.run);
+        Ok(next)
+    }
+
+    /// The plan: selected blocks, column by column; runs of adjacent selected blocks of one
+    /// column and grid are one extent (large sequential reads, no per-block alignment waste),
+    /// preceded by the run's weights when `weighted`.
+    fn layout(&self, active: &VertexSet, grids: &[usize], weighted: bool) -> Result<Layout, Error> {
+        let p = self.meta.partitions as usize;
+        let mut l = Layout {
+            plan: Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
+            extents: Vec::new(),
+            reads: Vec::new(),
+            blocks: Vec::new(),
+            col_bytes: vec![0u64; p],
+            skipped: 0,
+            edges: 0,
+        };
+        for dp in 0..p {
+            for &gi in grids {
+                let g = &self.grids[gi];
+                let mut open: Option<Ext> = None;
+                for sp in 0..p {
+                    let b = dp * p + sp;
+                    let (lo, hi) = (g.index.offsets[b], g.index.offsets[b + 1]);
+                    if lo == hi {
+                        continue;
+                    }
+                    if !active.has_partition(sp) {
+                        l.skipped += 1;
+                        if let Some(e) = open.take() {
+                            l.extents.push(e);
+                        }
+                        continue;
+                    }
+                    let e = open.get_or_insert_with(|| Ext {
+                        grid: gi,
+                        dp,
+                        first_edge: lo,
+                        edges: 0,
+                        blocks: Vec::new(),
+                    });
+                    l.blocks.push(BlockRef {
+                        grid: gi,
+                        block: b,
+                        sp,
+                        start: lo - e.first_edge,
+                        end: hi - e.first_edge,
+                    });
+                    e.blocks.push(l.blocks.len() - 1);
+                    e.edges += hi - lo;
+                    l.col_bytes[dp] += (hi - lo) * EDGE_BYTES;
+                    l.edges += hi - lo;
+                }
+                if let Some(e) = open.take() {
+                    l.extents.push(e);
+                }
+            }
+        }
+        for (i, e) in l.extents.iter().enumerate() {
+            let g = &self.grids[e.grid];
+            if let Some(w) = g.weights.as_ref().filter(|_| weighted) {
+                l.plan.push_extent(w, e.first_edge * WEIGHT_BYTES, e.edges * WEIGHT_BYTES)?;
+                l.reads.push((i, true));
+            }
+            l.plan.push_extent(&g.edges, e.first_edge * EDGE_BYTES, e.edges * EDGE_BYTES)?;
+            l.reads.push((i, false));
+        }
+        Ok(l)
+    }
+
+    /// Runs the pipeline; the calling thread checks block checksums (rule 5), pairs edges with
+    /// their weights and gathers each column's partial results in stream order; a finished
+    /// column goes to an applier thread that owns that partition's slice of the state (rules 1
+    /// and 2).
+    fn apply_in_columns<K: EdgeKernel>(&self, c: Columns<'_, '_, K>) -> Result<RunStats, Error> {
+        let p = self.meta.partitions as usize;
+        let psize = self.meta.partition_size as usize;
+        let Columns { pass, layout, weighted, state, bits, counts } = c;
+        let mut slices: Vec<Option<Slice<'_, K::State>>> = state[..p * psize]
+            .chunks_mut(psize)
+            .zip(bits[..p * psize / 64].chunks_mut(psize / 64))
+            .map(Some)
+            .collect();
+        let appliers = rayon::current_num_threads().clamp(1, 4);
+        // Partials of the column being gathered plus the columns queued for appliers: about 16
+        // bytes per edge of a column (the largest column bounds it), 12 more per edge of a
+        // weighted pass (edges and weights waiting to be gathered), plus one run's weights.
+        let max_col = layout.col_bytes.iter().copied().max().unwrap_or(0) / EDGE_BYTES;
+        let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
+            + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
+        let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
+        let _partials = self.budget.reserve(
+            "column partial results",
+            max_col * per_edge * (appliers as u64 * 2 + 2)
+                + if weighted { max_run * WEIGHT_BYTES } else { 0 },
+        )?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
+        let rx = Mutex::new(rx);
+        let pk = PassKernel { pass, layout, psize, weighted };
+        let n = self.num_vertices();
+        // Weighted pieces are gathered on the rayon pool as they arrive (overlapping the
+        // stream); the appliers wait for them in stream order.
+        rayon::in_place_scope(|gatherers| {
+            std::thread::scope(|scope| {
+                for _ in 0..appliers {
+                    let rx = &rx;
+                    scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
+                }
+                let mut failure: Option<Error> = None;
+                let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
+                let mut col: Option<Column<K::Value>> = None;
+                // The weights of the run being read, then (complete) shared with its edge pieces.
+                let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
+                let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
+                let blocks = &layout.blocks;
+                let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
+                    if failure.is_some() {
+                        return;
+                    }
+                    match &mut part.values {
+                        Values::Weights { offset, bytes } => {
+                            if reading.0 != part.ext {
+                                reading = (part.ext, Vec::new());
+                            }
+                            if *offset != reading.1.len() as u64 {
+                                failure = Some(Error::corrupt(&self.dir, "weights out of order"));
+                            }
+                            match reading.1.is_empty() {
+                                true => reading.1 = std::mem::take(bytes),
+                                false => reading.1.extend_from_slice(bytes),
+                            }
+                            return;
+                        }
+                        Values::Deferred(pieces) => {
+                            if read.0 != part.ext && reading.0 == part.ext {
+                                read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
+                                reading.0 = usize::MAX;
+                            }
+                            for x in pieces {
+                                let lo = (x.first * WEIGHT_BYTES) as usize;
+                                let hi = lo + x.edges.len() / 4 * WEIGHT_BYTES as usize;
+                                if read.0 != part.ext || hi > read.1.len() {
+                                    failure = Some(Error::corrupt(&self.dir, "weights missing"));
+                                    return;
+                                }
+                                x.weights = Some((Arc::clone(&read.1), lo..hi));
+                            }
+                        }
+                        Values::Ready(_) | Values::Gathering(_) => {}
+                    }
+                    for (bi, crc, len) in part.pieces {
+                        let (b, hasher, done) =
+                            cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
+                        if *b != bi {
+                            let br = &blocks[*b];
+                            failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                            return;
+                        }
+                        hasher.combine(&crc);
+                        *done += len;
+                        let br = &blocks[bi];
+                        if *done == (br.end - br.start) * EDGE_BYTES {
+                            let Some((_, h, _)) = cur.take() else { return };
+                            if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
+                                failure =
+                                    Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                                return;
+                            }
+                        }
+                    }
+                    let (dp, parts, got) = col.get_or_insert_with(|| (part.dp, Vec::new(), 0));
+                    if *dp != part.dp {
+                        failure = Some(Error::corrupt(&self.dir, "pass out of column order"));
+                        return;
+                    }
+                    *got += part.bytes;
+                    if let Values::Deferred(pieces) = &mut part.values {
+                        let (pieces, (tx, rx)) = (std::mem::take(pieces), sync_channel(1));
+                        gatherers.spawn(move |_| {
+                            let _ = tx.send(gather_pieces(pass, &pieces));
+                        });
+                        part.values = Values::Gathering(rx);
+                    }
+                    parts.push(part.values);
+                    if *got == layout.col_bytes[*dp] {
+                        let Some((dp, parts, _)) = col.take() else { return };
+                        if let Some((slice, bits)) = slices[dp].take() {
+                            let _ = tx.send((dp, parts, slice, bits));
+                        }
+                    }
+                });
+                drop(tx);
+                let run = res.map_err(Error::from)?;
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                if cur.is_some() || col.is_some() {
+                    return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
+                }
+                Ok(run)
+            })
+        })
+    }
+}
+
+/// The values of a weighted block's pieces (paired with their weights).
+fn gather_pieces<K: EdgeKernel>(pass: &Pass<'_, K>, pieces: &[Piece]) -> Vec<(VertexId, K::Value)> {
+    let mut out = Vec::with_capacity(pieces.iter().map(|x| x.edges.len() / 8).sum());
+    for x in pieces {
+        let w = x.weights.as_ref().map(|(w, r)| &w[r.clone()]);
+        block_to_values(pass, x.sbase, x.dbase, &x.edges, w, &mut out);
+    }
+    out
+}
+
+/// An applier: takes finished columns and applies their values in stream order to the
+/// column's slice of the state.
+fn apply_columns<K: EdgeKernel>(
+    pass: &Pass<'_, K>,
+    rx: &Mutex<Receiver<Job<'_, K::State, K::Value>>>,
+    psize: usize,
+    n: usize,
+    counts: &Mutex<Vec<u64>>,
+) {
+    let kernel = pass.kernel;
+    loop {
+        let job = match rx.lock() {
+            Ok(r) => r.recv(),
+            Err(_) => return,
+        };
+        let Ok((dp, parts, slice, bits)) = job else { return };
+        let parts = parts.into_iter().map(|v| match v {
+            Values::Ready(v) => v,
+            Values::Deferred(pieces) => gather_pieces(pass, &pieces),
+            Values::Gathering(rx) => rx.recv().unwrap_or_default(),
+            Values::Weights { .. } => Vec::new(),
+        });
+        let dbase = dp * psize;
+        let mut changed = 0u64;
+        for (d, v) in parts.into_iter().flatten() {
+            let r = d as usize - dbase;
+            if d as usize >= n || r >= slice.len() {
+                continue; // only in a corrupt block, which its checksum reports
+            }
+            let st = &mut slice[r];
+            if kernel.cond(d, st) && kernel.apply(d, v, st) {
+                let (w, b) = (r / 64, r % 64);
+                if bits[w] & (1 << b) == 0 {
+                    bits[w] |= 1 << b;
+                    changed += 1;
+                }
+            }
+        }
+        if let Ok(mut c) = counts.lock() {
+            c[dp] += changed;
+        }
+    }
+}
+
+struct PassKernel<'a, K: EdgeKernel> {
+    pass: &'a Pass<'a, K>,
+    layout: &'a Layout,
+    psize: usize,
+    weighted: bool,
+}
+
+impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
+    type Partial = Partial<K::Value>;
+    fn process(&self, b: &Block<'_>) -> Self::Partial {
+        let (ext, is_weights) = self.layout.reads[b.extent];
+        let e = &self.layout.extents[ext];
+        if is_weights {
+            let values = Values::Weights { offset: b.extent_offset, bytes: b.data.to_vec() };
+            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values };
+        }
+        let data = &b.data[..b.data.len() / 4 * 4];
+        let mut part = Partial {
+            ext,
+            dp: e.dp,
+            bytes: b.data.len() as u64,
+            pieces: Vec::new(),
+            values: match self.weighted {
+                true => Values::Deferred(Vec::new()),
+                false => Values::Ready(Vec::with_capacity(data.len() / 8)),
+            },
+        };
+        let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
+        let last = first + (data.len() / 4) as u64;
+        // The grid blocks this piece overlaps.
+        let k0 = e.blocks.partition_point(|&bi| self.layout.blocks[bi].end <= first);
+        for &bi in &e.blocks[k0..] {
+            let br = &self.layout.blocks[bi];
+            if br.start >= last {
+                break;
+            }
+            let (lo, hi) = (br.start.max(first), br.end.min(last));
+            let (a, z) = ((lo - first) as usize, (hi - first) as usize);
+            let bytes = &data[a * 4..z * 4];
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(bytes);
+            part.pieces.push((bi, crc, bytes.len() as u64));
+            let (sbase, dbase) = ((br.sp * self.psize) as u32, (e.dp * self.psize) as u32);
+            match &mut part.values {
+                Values::Ready(out) => block_to_values(self.pass, sbase, dbase, bytes, None, out),
+                Values::Deferred(pieces) => pieces.push(Piece {
+                    sbase,
+                    dbase,
+                    first: lo,
+                    edges: bytes.to_vec(),
+                    weights: None,
+                }),
+                Values::Weights { .. } | Values::Gathering(_) => {}
+            }
+        }
+        part
+    }
+}
+
+/// The hot loop of the streaming mode: edges of one block piece (sorted by `(d, s)`) reduced
+/// into one value per destination run; `weights` holds 8 bytes per edge.
+fn block_to_values<K: EdgeKernel>(
+    pass: &Pass<'_, K>,
+    sbase: u32,
+    dbase: u32,
+    data: &[u8],
+    weights: Option<&[u8]>,
+    out: &mut Vec<(VertexId, K::Value)>,
+) {
+    let k = pass.kernel;
+    let mut cur = u32::MAX;
+    let mut acc: Option<K::Value> = None;
+    let mut edge = |s: u32, d: u32, w: f64| {
+        if d != cur {
+            if let Some(a) = acc.take() {
+                out.push((dbase + cur, a));
+            }
+            cur = d;
+        }
+        if let Some(v) = pass.gather(sbase + s, w) {
+            acc = Some(match acc {
+                Some(a) => k.combine(a, v),
+                None => v,
+            });
+        }
+    };
+    match weights {
+        None => {
+            for e in data.chunks_exact(4) {
+                let (s, d) = decode(e);
+                edge(s, d, 1.0);
+            }
+        }
+        Some(w) => {
+            for (e, w) in data.chunks_exact(4).zip(w.chunks_exact(8)) {
+                let (s, d) = decode(e);
+                edge(s, d, f64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]));
+            }
+        }
+    }
+    if let Some(a) = acc {
+        out.push((dbase + cur, a));
+    }
+}

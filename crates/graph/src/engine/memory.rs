@@ -1,0 +1,150 @@
+//! The in-memory mode: blocks held in RAM after [`Graph::load_edges`]; each destination
+//! partition is a rayon task that applies directly to its slice of the state.
+
+use rayon::prelude::*;
+
+use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode};
+use crate::Error;
+use crate::store::EDGE_BYTES;
+
+impl Graph {
+    /// Loads every block into memory (checking each block's CRC-32), within the budget; later
+    /// passes run from memory (see "Modes").
+    pub fn load_edges(&mut self) -> Result<(), Error> {
+        let p = self.meta.partitions as usize;
+        for gi in 0..self.grids.len() {
+            let g = &self.grids[gi];
+            let mut bytes = self.meta.num_edges * EDGE_BYTES;
+            if g.weights.is_some() {
+                bytes += self.meta.num_edges * 8;
+            }
+            self.reservations.push(self.budget.reserve("edges in memory", bytes)?);
+            let data =
+                std::fs::read(&g.edges).map_err(|e| Error::io(&g.edges, "cannot read", e))?;
+            let bad = (0..p * p).into_par_iter().find_first(|&b| {
+                let (lo, hi) =
+                    (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
+                data.get(lo as usize..hi as usize)
+                    .is_none_or(|d| crc32fast::hash(d) != g.index.crcs[b])
+            });
+            if let Some(b) = bad {
+                return Err(block_error(&g.edges, b, p));
+            }
+            let weights = match &g.weights {
+                Some(w) => {
+                    let raw = std::fs::read(w).map_err(|e| Error::io(w, "cannot read", e))?;
+                    Some(
+                        raw.chunks_exact(8)
+                            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                            .collect(),
+                    )
+                }
+                None => None,
+            };
+            self.grids[gi].mem = Some((data, weights));
+        }
+        Ok(())
+    }
+
+    pub(super) fn stream_in_memory<K: EdgeKernel>(
+        &self,
+        pass: &Pass<'_, K>,
+        state: &mut [K::State],
+    ) -> Result<VertexSet, Error> {
+        let p = self.meta.partitions as usize;
+        let psize = self.meta.partition_size as usize;
+        let mut next = VertexSet::empty_like(self);
+        let counts: Vec<(u64, u64, u64)> = state[..p * psize]
+            .par_chunks_mut(psize)
+            .zip(next.bits[..p * psize / 64].par_chunks_mut(psize / 64))
+            .enumerate()
+            .map(|(dp, (slice, bits))| {
+                let (mut changed, mut streamed, mut edges) = (0u64, 0u64, 0u64);
+                for &gi in &pass.grids {
+                    let g = &self.grids[gi];
+                    let Some((data, weights)) = &g.mem else { continue };
+                    for sp in 0..p {
+                        let b = dp * p + sp;
+                        let (lo, hi) =
+                            (g.index.offsets[b] as usize, g.index.offsets[b + 1] as usize);
+                        if lo == hi || !pass.active.has_partition(sp) {
+                            continue;
+                        }
+                        streamed += 1;
+                        edges += (hi - lo) as u64;
+                        let w = weights.as_ref().filter(|_| K::WEIGHTED).map(|w| &w[lo..hi]);
+                        changed += block_into_state(
+                            pass,
+                            (sp * psize) as u32,
+                            (dp * psize) as u32,
+                            &data[lo * 4..hi * 4],
+                            w,
+                            slice,
+                            bits,
+                        );
+                    }
+                }
+                (changed, streamed, edges)
+            })
+            .collect();
+        for (dp, c) in counts.iter().enumerate() {
+            next.part_counts[dp] = c.0;
+        }
+        let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        st.passes += 1;
+        let streamed: u64 = counts.iter().map(|c| c.1).sum();
+        st.blocks_streamed += streamed;
+        st.blocks_skipped += (p * p * pass.grids.len()) as u64 - streamed;
+        st.edges_streamed += counts.iter().map(|c| c.2).sum::<u64>();
+        Ok(next)
+    }
+}
+
+/// The hot loop of the in-memory mode: one block applied edge by edge to its destination
+/// partition's state slice (one writer per partition). No branch depends on where a run of
+/// equal destinations ends, so the random reads of source state overlap (memory-level
+/// parallelism); for PageRank this is `sum[d] += contrib[s]`. Returns the number of vertices
+/// newly set in `bits`.
+#[inline]
+fn block_into_state<K: EdgeKernel>(
+    pass: &Pass<'_, K>,
+    sbase: u32,
+    dbase: u32,
+    data: &[u8],
+    weights: Option<&[f64]>,
+    state: &mut [K::State],
+    bits: &mut [u64],
+) -> u64 {
+    let k = pass.kernel;
+    let mut changed = 0u64;
+    let mut edge = |s: u32, d: u32, w: f64| {
+        let st = &mut state[d as usize];
+        if !k.cond(dbase + d, st) {
+            return;
+        }
+        if let Some(v) = pass.gather(sbase + s, w) {
+            if k.apply(dbase + d, v, st) {
+                let (wi, b) = ((d / 64) as usize, d % 64);
+                if bits[wi] & (1 << b) == 0 {
+                    bits[wi] |= 1 << b;
+                    changed += 1;
+                }
+            }
+        }
+    };
+    match weights {
+        None => {
+            for e in data.chunks_exact(4) {
+                let (s, d) = decode(e);
+                edge(s, d, 1.0);
+            }
+        }
+        Some(w) => {
+            for (e, &w) in data.chunks_exact(4).zip(w) {
+                let (s, d) = decode(e);
+                edge(s, d, w);
+            }
+        }
+    }
+    changed
+}
