@@ -110,11 +110,8 @@ pub fn render(
         reason: "the volume's sides do not fit this machine's address space".into(),
     };
     let shape = volume.shape.map(usize::try_from);
-    let shape = [
-        shape[0].clone().map_err(too_big)?,
-        shape[1].clone().map_err(too_big)?,
-        shape[2].clone().map_err(too_big)?,
-    ];
+    let shape =
+        [shape[0].map_err(too_big)?, shape[1].map_err(too_big)?, shape[2].map_err(too_big)?];
     let geometry = Geometry { shape, axis: config.axis };
     let (width, height) = geometry.image_size();
     let px = std::mem::size_of::<Px>() as u64;

@@ -192,23 +192,39 @@ fn over(acc: &mut Px, s: &Px) {
     }
 }
 
+/// Rays composited side by side along x: their samples are independent, so interleaving them
+/// hides the latency of each ray's chain of dependent "over"s.
+const LANES: usize = 8;
+
 /// Lays `rows` (whole rows of `T` from stream row `r0`) onto `pixels`, a run of the image that
 /// starts at pixel `p0` (cyclic) and holds every pixel the rows cover.
-fn lay_rows<T: Voxel>(
-    g: &Geometry,
-    mode: Mode,
-    lut: &Lut,
-    rows: &[u8],
-    r0: usize,
-    p0: usize,
-    pixels: &mut [Px],
-) {
+fn lay_rows<T: Voxel>(k: &VrenKernel, rows: &[u8], r0: usize, p0: usize, pixels: &mut [Px]) {
+    let (g, lut) = (&k.geometry, &k.lut);
     let n = g.pixels();
     let row_bytes = g.shape[0] * T::SIZE;
-    for (i, row) in rows.chunks_exact(row_bytes).enumerate() {
+    let mut done = 0;
+    if (g.axis, k.mode) == (Axis::X, Mode::Composite) {
+        // One pixel per row, consecutive rows on consecutive pixels.
+        let at = (g.row_pixel(r0) + n - p0) % n;
+        for (i, group) in rows.chunks_exact(row_bytes * LANES).enumerate() {
+            let accs = &mut pixels[at + i * LANES..at + (i + 1) * LANES];
+            for x in 0..g.shape[0] {
+                // Opaque everywhere: every later sample adds (1 − 1)·s = 0 exactly.
+                if x % 32 == 0 && accs.iter().all(|a| a[3] == 1.0) {
+                    break;
+                }
+                for (j, acc) in accs.iter_mut().enumerate() {
+                    let v = T::load(&group[j * row_bytes + x * T::SIZE..][..T::SIZE]);
+                    over(acc, &v.sample(lut));
+                }
+            }
+            done += LANES;
+        }
+    }
+    for (i, row) in rows.chunks_exact(row_bytes).enumerate().skip(done) {
         let at = (g.row_pixel(r0 + i) + n - p0) % n;
         let voxels = row.chunks_exact(T::SIZE).map(T::load);
-        match (g.axis, mode) {
+        match (g.axis, k.mode) {
             (Axis::X, Mode::Mip) => {
                 let m =
                     voxels.fold(pixels[at][0], |m, v| if v.value() > m { v.value() } else { m });
@@ -217,10 +233,6 @@ fn lay_rows<T: Voxel>(
             (Axis::X, Mode::Composite) => {
                 let acc = &mut pixels[at];
                 for v in voxels {
-                    if acc[3] == 1.0 {
-                        // Opaque: every later sample adds (1 − 1)·s = 0 exactly.
-                        break;
-                    }
                     over(acc, &v.sample(lut));
                 }
             }
@@ -240,20 +252,12 @@ fn lay_rows<T: Voxel>(
     }
 }
 
-fn lay_rows_of(
-    scalar: Scalar,
-    g: &Geometry,
-    mode: Mode,
-    lut: &Lut,
-    rows: &[u8],
-    r0: usize,
-    p0: usize,
-    pixels: &mut [Px],
-) {
-    match scalar {
-        Scalar::U8 => lay_rows::<u8>(g, mode, lut, rows, r0, p0, pixels),
-        Scalar::U16 => lay_rows::<u16>(g, mode, lut, rows, r0, p0, pixels),
-        _ => lay_rows::<f32>(g, mode, lut, rows, r0, p0, pixels),
+/// [`lay_rows`] for the kernel's element type.
+fn lay(k: &VrenKernel, rows: &[u8], r0: usize, p0: usize, pixels: &mut [Px]) {
+    match k.scalar {
+        Scalar::U8 => lay_rows::<u8>(k, rows, r0, p0, pixels),
+        Scalar::U16 => lay_rows::<u16>(k, rows, r0, p0, pixels),
+        _ => lay_rows::<f32>(k, rows, r0, p0, pixels),
     }
 }
 
@@ -309,16 +313,7 @@ impl BlockKernel for VrenKernel {
             SlabBody::Rows(data.to_vec())
         } else {
             let mut pixels = vec![empty(self.mode); len];
-            lay_rows_of(
-                self.scalar,
-                &self.geometry,
-                self.mode,
-                &self.lut,
-                data,
-                r0,
-                p0,
-                &mut pixels,
-            );
+            lay(self, data, r0, p0, &mut pixels);
             SlabBody::Pixels { p0, pixels }
         };
         Slab { r0, body }
@@ -377,37 +372,18 @@ impl Canvas {
                 let rows = bytes.len() / row_bytes;
                 if g.axis == Axis::Z && rows > 1 && rows <= g.shape[1] {
                     // Each row has its own image row: lay them in parallel.
-                    let x = g.shape[0];
-                    let y0 = slab.r0 % g.shape[1];
-                    let mut dests: Vec<(usize, &mut [Px])> =
-                        self.pixels.chunks_mut(x).enumerate().collect();
-                    dests.rotate_left(y0);
-                    dests.truncate(rows);
-                    dests.into_par_iter().enumerate().for_each(|(i, (_, dest))| {
-                        let row = &bytes[i * row_bytes..(i + 1) * row_bytes];
-                        let r = slab.r0 + i;
-                        lay_rows_of(
-                            kernel.scalar,
-                            g,
-                            mode,
-                            &kernel.lut,
-                            row,
-                            r,
-                            g.row_pixel(r),
-                            dest,
-                        );
+                    let (x, y) = (g.shape[0], g.shape[1]);
+                    let y0 = slab.r0 % y;
+                    self.pixels.par_chunks_mut(x).enumerate().for_each(|(row_y, dest)| {
+                        let i = (row_y + y - y0) % y;
+                        if i < rows {
+                            let r = slab.r0 + i;
+                            let row = &bytes[i * row_bytes..(i + 1) * row_bytes];
+                            lay(kernel, row, r, g.row_pixel(r), dest);
+                        }
                     });
                 } else {
-                    lay_rows_of(
-                        kernel.scalar,
-                        g,
-                        mode,
-                        &kernel.lut,
-                        &bytes,
-                        slab.r0,
-                        0,
-                        &mut self.pixels,
-                    );
+                    lay(kernel, &bytes, slab.r0, 0, &mut self.pixels);
                 }
             }
         }

@@ -213,8 +213,10 @@ fn rule4_composite_matches_the_sequential_reference() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     for scalar in [Scalar::U8, Scalar::U16, Scalar::F32] {
         let top = if scalar == Scalar::F32 { 1.0 } else { 255.0 };
-        let vol =
-            Vol::new([29, 14, 23], scalar, |_, _, _| (rng.gen_range(0.0..top) as f64).floor());
+        let vol = Vol::new([29, 14, 23], scalar, |_, _, _| {
+            let v: f64 = rng.gen_range(0.0..top);
+            if scalar == Scalar::F32 { v } else { v.floor() }
+        });
         for preset in ["gray", "hot", "cool"] {
             let range = if scalar == Scalar::F32 { None } else { Some((0.0, 2550.0)) };
             check(&vol, Mode::Composite, Some(TransferSpec::Preset(preset.into())), range, 1);
