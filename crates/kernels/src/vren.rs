@@ -191,5 +191,34 @@ pub fn demo_volume(path: &Path, n: usize) -> Result<(), VrenError> {
     out.commit().map_err(fail)
 }
 
+/// The transfer function of [`demo_render`]: the ball orange and half opaque, the shell a
+/// translucent blue, the faint ramp invisible.
+pub const DEMO_TRANSFER: &str = "# value r g b a\n0 0 0 0 0\n30 0 0 0 0\n140 1 0.35 0.05 0.3\n\
+                                 220 0.6 0.8 1 0.06\n255 1 1 1 0.1\n";
+
+/// For `sluice demo`: writes a generated `n³` volume ([`demo_volume`]) and [`DEMO_TRANSFER`] into
+/// `dir` (`vren-volume.npy`, `vren-transfer.txt`), composites it along z and writes
+/// `dir/vren.png`. Returns the PNG's path and the pass's report.
+pub fn demo_render(
+    dir: &Path,
+    n: usize,
+    pipeline: &Pipeline,
+    budget: &Budget,
+) -> Result<(PathBuf, VrenReport), VrenError> {
+    let volume = dir.join("vren-volume.npy");
+    demo_volume(&volume, n)?;
+    let transfer = dir.join("vren-transfer.txt");
+    std::fs::write(&transfer, DEMO_TRANSFER)
+        .map_err(|source| VrenError::Write { path: transfer.clone(), source })?;
+    let config = VrenConfig {
+        mode: Mode::Composite,
+        transfer: Some(TransferSpec::File(transfer)),
+        ..VrenConfig::default()
+    };
+    let png = dir.join("vren.png");
+    let report = render_to_png(&volume, &config, &png, pipeline, budget)?;
+    Ok((png, report))
+}
+
 #[cfg(test)]
 mod tests;

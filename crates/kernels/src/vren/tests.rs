@@ -340,6 +340,23 @@ fn rule8_bad_input_names_the_file() {
 }
 
 #[test]
+fn demo_render_writes_a_png_of_the_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = PipelineBuilder::new().build().unwrap();
+    let (png, report) = demo_render(dir.path(), 32, &p, &Budget::unlimited()).unwrap();
+    assert_eq!((report.shape, report.image, report.mode), ([32, 32, 32], (32, 32), "composite"));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    // The centre ray crosses the shell twice and the ball: lit; the corner ray meets only the
+    // transparent ramp: black.
+    let at = |x: usize, y: usize| &buf[3 * (y * info.width as usize + x)..][..3];
+    assert!(at(16, 16).iter().any(|&c| c > 40), "{:?}", at(16, 16));
+    assert_eq!(at(0, 0), &[0, 0, 0]);
+}
+
+#[test]
 fn demo_volume_renders() {
     let dir = tempfile::tempdir().unwrap();
     let vol = dir.path().join("demo.npy");
