@@ -72,7 +72,12 @@ impl RgbImage {
         let fail_png = |e: png::EncodingError| fail(std::io::Error::other(e));
         let mut out = OutputFile::create(path).map_err(fail)?;
         {
-            let (w, h) = (self.width as u32, self.height as u32);
+            let side = |n: usize| {
+                u32::try_from(n).ok().filter(|&n| n <= i32::MAX as u32).ok_or_else(|| {
+                    fail(std::io::Error::other(format!("a PNG side is at most 2^31 - 1, not {n}")))
+                })
+            };
+            let (w, h) = (side(self.width)?, side(self.height)?);
             let mut encoder = png::Encoder::new(&mut out, w, h);
             encoder.set_color(png::ColorType::Rgb);
             encoder.set_depth(png::BitDepth::Eight);

@@ -378,3 +378,12 @@ fn demo_volume_renders() {
     assert_eq!((report.shape, report.image), ([24, 24, 24], (24, 24)));
     assert!(Path::new(&out).metadata().unwrap().len() > 50);
 }
+
+#[test]
+fn rule6_rows_wider_than_a_block_are_stitched_whole() {
+    // 5000 f32 = 20000-byte rows against 4 KiB and 8 KiB reads: every row is a seam record.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let vol = Vol::new([5000, 3, 4], Scalar::F32, |_, _, _| rng.gen_range(0.0..1.0));
+    check(&vol, Mode::Mip, None, None, 0);
+    check(&vol, Mode::Composite, Some(TransferSpec::Preset("cool".into())), None, 1);
+}
