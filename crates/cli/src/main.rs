@@ -17,6 +17,7 @@ mod demo;
 mod graph;
 mod grep;
 mod stats;
+mod vren;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,8 @@ enum Command {
     Graph(graph::GraphArgs),
     /// The BSP layer: measure this machine's g and ℓ, or print what probe returns.
     Bsp(bsp::BspArgs),
+    /// Render a 3-D volume to a PNG (MIP or compositing along an axis) in one streaming pass.
+    Vren(vren::VrenArgs),
     /// Show the main job end to end on generated data (needs no input).
     Demo(demo::DemoArgs),
 }
@@ -61,5 +64,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Graph(a) => graph::run(a),
         Command::Bsp(a) => bsp::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Vren(a) => vren::run(a),
     }
 }

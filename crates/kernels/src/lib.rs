@@ -70,6 +70,7 @@ pub mod hints;
 pub mod npy;
 mod pairwise;
 pub mod stats;
+pub mod vren;
 
 pub use dtype::{Dtype, Endian, SCALAR_NAMES, Scalar};
 pub use error::KernelError;
