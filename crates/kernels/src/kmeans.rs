@@ -87,6 +87,9 @@ pub use report::{Iteration, KmeansError, KmeansReport, Stop};
 
 use kernel::Fold;
 
+/// The most clusters: labels ride in f32 lanes in the assignment, exact up to 2²⁴.
+pub const MAX_K: usize = 1 << 24;
+
 /// The records of an input: where, what, how many.
 #[derive(Debug, Clone)]
 pub(crate) struct Matrix {
@@ -146,6 +149,14 @@ pub fn kmeans(
     config.check()?;
     let m = open_matrix(path, config)?;
     let (k, d) = (config.k, m.d);
+    if k > MAX_K {
+        return Err(KernelError::BadValue {
+            key: "k".into(),
+            value: k.to_string(),
+            expected: format!("at most {MAX_K}"),
+        }
+        .into());
+    }
     if k as u64 > m.n {
         return Err(KmeansError::TooFewRecords { path: path.to_path_buf(), n: m.n, k });
     }

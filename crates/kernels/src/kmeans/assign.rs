@@ -24,10 +24,20 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
     let k = norms.len();
     debug_assert_eq!(m2c.len(), k * d);
     let mut best = [T::INFINITY; P];
-    let mut lab = [0u32; P];
+    // Labels ride in lanes of the same width as the distances, so that one compare mask
+    // blends both (no repacking of masks); `j` is exact in T for k ≤ 2²⁴ (checked by `kmeans`).
+    let mut lab = [T::ZERO; P];
     let step = |acc: &mut [T; P], x: &[T; P], c: T| {
         for l in 0..P {
             acc[l] = if FMA { x[l].fused(c, acc[l]) } else { x[l].mul(c).add(acc[l]) };
+        }
+    };
+    let keep = |best: &mut [T; P], lab: &mut [T; P], acc: &[T; P], j: T| {
+        // In centre order, strict `<`: the first smallest wins, as in scikit-learn.
+        for l in 0..P {
+            let better = acc[l] < best[l];
+            best[l] = if better { acc[l] } else { best[l] };
+            lab[l] = if better { j } else { lab[l] };
         }
     };
     let mut j = 0;
@@ -35,34 +45,24 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
         let (r0, r1) = (&m2c[j * d..(j + 1) * d], &m2c[(j + 1) * d..(j + 2) * d]);
         let mut a0 = [norms[j]; P];
         let mut a1 = [norms[j + 1]; P];
-        for f in 0..d {
-            step(&mut a0, &xt[f], r0[f]);
-            step(&mut a1, &xt[f], r1[f]);
+        for ((x, &c0), &c1) in xt.iter().zip(r0).zip(r1) {
+            step(&mut a0, x, c0);
+            step(&mut a1, x, c1);
         }
-        // In centre order, strict `<`: the first smallest wins, as in scikit-learn.
-        for l in 0..P {
-            let b0 = a0[l] < best[l];
-            best[l] = if b0 { a0[l] } else { best[l] };
-            lab[l] = if b0 { j as u32 } else { lab[l] };
-            let b1 = a1[l] < best[l];
-            best[l] = if b1 { a1[l] } else { best[l] };
-            lab[l] = if b1 { j as u32 + 1 } else { lab[l] };
-        }
+        keep(&mut best, &mut lab, &a0, T::from_f64(j as f64));
+        keep(&mut best, &mut lab, &a1, T::from_f64((j + 1) as f64));
         j += 2;
     }
     if j < k {
-        let r0 = &m2c[j * d..(j + 1) * d];
         let mut a0 = [norms[j]; P];
-        for f in 0..d {
-            step(&mut a0, &xt[f], r0[f]);
+        for (x, &c0) in xt.iter().zip(&m2c[j * d..(j + 1) * d]) {
+            step(&mut a0, x, c0);
         }
-        for l in 0..P {
-            let b0 = a0[l] < best[l];
-            best[l] = if b0 { a0[l] } else { best[l] };
-            lab[l] = if b0 { j as u32 } else { lab[l] };
-        }
+        keep(&mut best, &mut lab, &a0, T::from_f64(j as f64));
     }
-    *labels = lab;
+    for l in 0..P {
+        labels[l] = lab[l].to_f64() as u32;
+    }
 }
 
 /// What a pass of [`assign_block`] collects besides the labels.
@@ -95,41 +95,51 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
     for tile in data.chunks(P * rec) {
         let m = tile.len() / rec;
         for (l, r) in tile.chunks_exact(rec).enumerate() {
-            for (f, b) in r.chunks_exact(T::SIZE).enumerate() {
-                xt[f][l] = T::load::<BIG>(b);
+            for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+                x[l] = T::load::<BIG>(b);
             }
         }
         nearest::<T, P, FMA>(&xt, m2c, norms, &mut labels);
-        for (l, &j) in labels.iter().enumerate().take(m) {
-            let j = j as usize;
-            let c = &c64[j * d..(j + 1) * d];
-            // The squared distance to the chosen centre, directly (as scikit-learn's inertia
-            // and its empty-cluster relocation compute it), in f64.
-            let mut dist = 0.0;
-            for f in 0..d {
-                let e = xt[f][l].to_f64() - c[f];
-                dist += e * e;
+        // The squared distance of each record to its centre, directly (as scikit-learn's
+        // inertia and its empty-cluster relocation compute it), in f64, over lanes: the
+        // centres' coordinates are gathered into a row of lanes first.
+        let mut dist = [0f64; P];
+        for (f, x) in xt.iter().enumerate() {
+            let mut c = [0f64; P];
+            for l in 0..P {
+                c[l] = c64[labels[l] as usize * d + f];
             }
-            if !dist.is_finite() && (0..d).any(|f| !xt[f][l].to_f64().is_finite()) {
-                partial.bad.get_or_insert(index);
-                index += 1;
+            for l in 0..P {
+                let e = x[l].to_f64() - c[l];
+                dist[l] += e * e;
+            }
+        }
+        let finite = dist[..m].iter().fold(true, |ok, x| ok & x.is_finite());
+        let threshold = if want.update { partial.far.threshold() } else { f64::INFINITY };
+        for l in 0..m {
+            let j = labels[l] as usize;
+            if !finite && (!dist[l].is_finite() && (0..d).any(|f| !xt[f][l].to_f64().is_finite()))
+            {
+                partial.bad.get_or_insert(index + l as u64);
                 continue;
             }
-            partial.inertia += dist;
+            partial.inertia += dist[l];
             if want.labels {
                 partial.labels.push(j as i32);
             }
             if want.update {
-                let s = &mut partial.sums[j * d..(j + 1) * d];
-                for f in 0..d {
-                    s[f] += xt[f][l].to_f64();
+                // From the record's bytes: contiguous, unlike the tile's column.
+                let r = &tile[l * rec..(l + 1) * rec];
+                for (s, b) in partial.sums[j * d..(j + 1) * d].iter_mut().zip(r.chunks_exact(T::SIZE)) {
+                    *s += T::load::<BIG>(b).to_f64();
                 }
                 partial.counts[j] += 1;
-                if partial.far.would_take(dist) {
-                    partial.far.offer(dist, index, j, (0..d).map(|f| xt[f][l].to_f64()).collect());
+                if dist[l] > threshold && partial.far.would_take(dist[l]) {
+                    let coords = (0..d).map(|f| xt[f][l].to_f64()).collect();
+                    partial.far.offer(dist[l], index + l as u64, j, coords);
                 }
             }
-            index += 1;
         }
+        index += m as u64;
     }
 }

@@ -52,10 +52,6 @@ macro_rules! float {
 }
 float!(f32, f64);
 
-/// Records per tile of the assignment: 16 f64 or 32 f32 lanes (four AVX2 registers).
-pub(super) const TILE_F64: usize = 16;
-/// See [`TILE_F64`].
-pub(super) const TILE_F32: usize = 32;
 
 /// A record far from its centre, a candidate for an empty cluster (rule 4).
 #[derive(Debug, Clone)]
@@ -103,6 +99,17 @@ pub(super) struct Farthest {
 impl Farthest {
     pub(super) fn new(cap: usize) -> Farthest {
         Farthest { cap, heap: BinaryHeap::new() }
+    }
+
+    /// A distance at or below which no record is kept now (−∞ until `cap` are kept); it only
+    /// grows, so a tile may test against a copy taken at its start.
+    #[inline(always)]
+    pub(super) fn threshold(&self) -> f64 {
+        match self.heap.peek() {
+            Some(t) if self.heap.len() >= self.cap => t.0.dist,
+            _ if self.cap == 0 => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        }
     }
 
     /// Returns true if and only if a record at `dist` (later than every record offered so far)
@@ -206,9 +213,10 @@ impl KmeansKernel {
         self.d * self.dtype.itemsize()
     }
 
-    /// The block's partial, the assignment compiled with `FMA` (see `simd.rs`).
+    /// The block's partial, the assignment compiled with `FMA`, in tiles of `P64` f64 or `P32`
+    /// f32 records (see `simd.rs`).
     #[inline(always)]
-    pub(super) fn run<const FMA: bool>(&self, block: &Block<'_>) -> BlockPartial {
+    pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(&self, block: &Block<'_>) -> BlockPartial {
         let (k, d) = (self.k, self.d);
         let rec = self.record_bytes();
         let records = block.data.len() / rec;
@@ -226,16 +234,16 @@ impl KmeansKernel {
         let (c, w) = (&self.c64, self.want);
         let (p64, p32) = (&self.p64, &self.p32);
         match (self.dtype.scalar, self.dtype.endian) {
-            (Scalar::F64, Endian::Little) => assign_block::<f64, TILE_F64, false, FMA>(
+            (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
                 data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
             ),
-            (Scalar::F64, Endian::Big) => assign_block::<f64, TILE_F64, true, FMA>(
+            (Scalar::F64, Endian::Big) => assign_block::<f64, P64, true, FMA>(
                 data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
             ),
-            (Scalar::F32, Endian::Little) => assign_block::<f32, TILE_F32, false, FMA>(
+            (Scalar::F32, Endian::Little) => assign_block::<f32, P32, false, FMA>(
                 data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
             ),
-            (Scalar::F32, Endian::Big) => assign_block::<f32, TILE_F32, true, FMA>(
+            (Scalar::F32, Endian::Big) => assign_block::<f32, P32, true, FMA>(
                 data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
             ),
             // `open_matrix` admits f32 and f64 only.
