@@ -275,3 +275,6 @@ fn mean_variance(fold: &Fold, centres: &[f64], n: u64, d: usize) -> f64 {
     }
     total.max(0.0) / (n as f64 * d as f64)
 }
+
+#[cfg(test)]
+mod tests;
