@@ -80,7 +80,9 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
     ];
     for (key, value) in flags {
         if let Some(value) = value {
-            config.apply_hint(key, value).with_context(|| format!("--{}", key.replace('_', "-")))?;
+            config
+                .apply_hint(key, value)
+                .with_context(|| format!("--{}", key.replace('_', "-")))?;
         }
     }
     config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;

@@ -126,7 +126,10 @@ fn open_matrix(path: &Path, config: &KmeansConfig) -> Result<Matrix, KmeansError
         (2, _) => info.shape[1] as usize,
         (1, Some(d)) if info.count % d as u64 == 0 => d,
         (1, Some(d)) => {
-            return Err(bad(format!("{} values are not a whole number of {d}-value records", info.count)));
+            return Err(bad(format!(
+                "{} values are not a whole number of {d}-value records",
+                info.count
+            )));
         }
         (1, None) => return Err(bad("records need a length: give dims".into())),
         (r, _) => return Err(bad(format!("{r}-d, expected (n, d)"))),
@@ -168,7 +171,9 @@ pub fn kmeans(
         Init::File(p) => init::read_centres(p, k, d, scalar)?,
         Init::KMeansPlusPlus => {
             let c = init::plusplus(&m, k, config.seed, budget)?;
-            c.into_iter().map(|x| if scalar == Scalar::F32 { f64::from(x as f32) } else { x }).collect()
+            c.into_iter()
+                .map(|x| if scalar == Scalar::F32 { f64::from(x as f32) } else { x })
+                .collect()
         }
     };
     let record = NonZeroUsize::new(d * m.info.dtype.itemsize()).expect("d ≥ 1");
@@ -211,10 +216,8 @@ pub fn kmeans(
     let mut out = config.labels.as_deref().map(OutputFile::create).transpose().map_err(|e| {
         KmeansError::Write { path: config.labels.clone().unwrap_or_default(), source: e }
     })?;
-    let write_err = |e| KmeansError::Write {
-        path: config.labels.clone().unwrap_or_default(),
-        source: e,
-    };
+    let write_err =
+        |e| KmeansError::Write { path: config.labels.clone().unwrap_or_default(), source: e };
     if let Some(o) = out.as_mut() {
         o.write_all(&sluice_io::npy_header("'<i4'", &[m.n], false)).map_err(write_err)?;
     }

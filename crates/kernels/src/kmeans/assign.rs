@@ -92,6 +92,12 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
     let mut xt = vec![[T::ZERO; P]; d];
     let mut labels = [0u32; P];
     let mut index = first;
+    // Locals, not fields of `partial`: stores through them cannot alias its other fields, so
+    // the compiler keeps pointers and the inertia in registers.
+    let mut sums = std::mem::take(&mut partial.sums);
+    let mut counts = std::mem::take(&mut partial.counts);
+    let mut inertia = 0.0;
+    let mut far_threshold = partial.far.threshold();
     for tile in data.chunks(P * rec) {
         let m = tile.len() / rec;
         for (l, r) in tile.chunks_exact(rec).enumerate() {
@@ -100,46 +106,44 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
             }
         }
         nearest::<T, P, FMA>(&xt, m2c, norms, &mut labels);
-        // The squared distance of each record to its centre, directly (as scikit-learn's
-        // inertia and its empty-cluster relocation compute it), in f64, over lanes: the
-        // centres' coordinates are gathered into a row of lanes first.
-        let mut dist = [0f64; P];
-        for (f, x) in xt.iter().enumerate() {
-            let mut c = [0f64; P];
-            for l in 0..P {
-                c[l] = c64[labels[l] as usize * d + f];
-            }
-            for l in 0..P {
-                let e = x[l].to_f64() - c[l];
-                dist[l] += e * e;
-            }
-        }
-        let finite = dist[..m].iter().fold(true, |ok, x| ok & x.is_finite());
-        let threshold = if want.update { partial.far.threshold() } else { f64::INFINITY };
-        for l in 0..m {
+        let threshold = if want.update { far_threshold } else { f64::INFINITY };
+        for (l, r) in tile.chunks_exact(rec).enumerate() {
             let j = labels[l] as usize;
-            if !finite && (!dist[l].is_finite() && (0..d).any(|f| !xt[f][l].to_f64().is_finite()))
-            {
-                partial.bad.get_or_insert(index + l as u64);
-                continue;
+            // The squared distance to the chosen centre, directly (as scikit-learn's inertia
+            // and its empty-cluster relocation compute it), in f64, from the record's
+            // contiguous bytes; the cluster's sums in the same loop.
+            let c = &c64[j * d..(j + 1) * d];
+            let mut dist = 0.0;
+            if want.update {
+                let s = &mut sums[j * d..(j + 1) * d];
+                for ((s, &c), b) in s.iter_mut().zip(c).zip(r.chunks_exact(T::SIZE)) {
+                    let x = T::load::<BIG>(b).to_f64();
+                    *s += x;
+                    dist += (x - c) * (x - c);
+                }
+                counts[j] += 1;
+            } else {
+                for (&c, b) in c.iter().zip(r.chunks_exact(T::SIZE)) {
+                    let x = T::load::<BIG>(b).to_f64();
+                    dist += (x - c) * (x - c);
+                }
             }
-            partial.inertia += dist[l];
+            inertia += dist;
             if want.labels {
                 partial.labels.push(j as i32);
             }
-            if want.update {
-                // From the record's bytes: contiguous, unlike the tile's column.
-                let r = &tile[l * rec..(l + 1) * rec];
-                for (s, b) in partial.sums[j * d..(j + 1) * d].iter_mut().zip(r.chunks_exact(T::SIZE)) {
-                    *s += T::load::<BIG>(b).to_f64();
-                }
-                partial.counts[j] += 1;
-                if dist[l] > threshold && partial.far.would_take(dist[l]) {
-                    let coords = (0..d).map(|f| xt[f][l].to_f64()).collect();
-                    partial.far.offer(dist[l], index + l as u64, j, coords);
+            if dist > threshold || !dist.is_finite() {
+                let coords: Vec<f64> =
+                    r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect();
+                if coords.iter().any(|x| !x.is_finite()) {
+                    partial.bad.get_or_insert(index + l as u64);
+                } else if want.update && partial.far.would_take(dist) {
+                    partial.far.offer(dist, index + l as u64, j, coords);
+                    far_threshold = partial.far.threshold();
                 }
             }
         }
         index += m as u64;
     }
+    (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
 }

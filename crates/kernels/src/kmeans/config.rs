@@ -90,11 +90,12 @@ impl Hinted for KmeansConfig {
                 };
             }
             "threshold" => {
-                self.threshold = value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|t| t.is_finite() && *t >= 0.0)
-                    .ok_or_else(|| hints::bad_value(key, value, "a finite number >= 0"))?;
+                self.threshold =
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|t| t.is_finite() && *t >= 0.0)
+                        .ok_or_else(|| hints::bad_value(key, value, "a finite number >= 0"))?;
             }
             "max_iter" => self.max_iter = hints::parse_usize(key, value)?,
             "seed" => {

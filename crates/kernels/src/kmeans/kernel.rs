@@ -52,7 +52,6 @@ macro_rules! float {
 }
 float!(f32, f64);
 
-
 /// A record far from its centre, a candidate for an empty cluster (rule 4).
 #[derive(Debug, Clone)]
 pub(super) struct FarPoint {
@@ -168,7 +167,10 @@ impl<T: Float> Prepared<T> {
     fn new(c64: &[f64], d: usize) -> Prepared<T> {
         Prepared {
             m2c: c64.iter().map(|&c| T::from_f64(-2.0 * c)).collect(),
-            norms: c64.chunks_exact(d).map(|r| T::from_f64(r.iter().map(|c| c * c).sum())).collect(),
+            norms: c64
+                .chunks_exact(d)
+                .map(|r| T::from_f64(r.iter().map(|c| c * c).sum()))
+                .collect(),
         }
     }
 }
@@ -216,7 +218,10 @@ impl KmeansKernel {
     /// The block's partial, the assignment compiled with `FMA`, in tiles of `P64` f64 or `P32`
     /// f32 records (see `simd.rs`).
     #[inline(always)]
-    pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(&self, block: &Block<'_>) -> BlockPartial {
+    pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(
+        &self,
+        block: &Block<'_>,
+    ) -> BlockPartial {
         let (k, d) = (self.k, self.d);
         let rec = self.record_bytes();
         let records = block.data.len() / rec;

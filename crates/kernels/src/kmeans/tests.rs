@@ -150,8 +150,8 @@ fn rule4_empty_clusters_take_the_farthest_records() {
     write_npy(&init_path, &init, 2, Dtype::new(Scalar::F64, Endian::Little));
     let (want, _) = naive(&x, 2, &init, 3);
     let pipeline = pipeline_on(8192, 1);
-    let r = kmeans(&path, &config(4, &init_path, 3, None), &pipeline, &Budget::unlimited())
-        .unwrap();
+    let r =
+        kmeans(&path, &config(4, &init_path, 3, None), &pipeline, &Budget::unlimited()).unwrap();
     assert_eq!(r.history[0].relocated, 2);
     for (a, b) in r.centres.iter().flatten().zip(&want) {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
@@ -290,7 +290,10 @@ fn hints_set_the_same_fields_as_flags() {
     ])
     .unwrap();
     assert_eq!((cfg.k, cfg.dims, cfg.dtype), (20, Some(10), Some(Scalar::F32)));
-    assert_eq!((cfg.init, cfg.threshold, cfg.max_iter, cfg.seed), (Init::File("c.npy".into()), 0.0, 7, 3));
+    assert_eq!(
+        (cfg.init, cfg.threshold, cfg.max_iter, cfg.seed),
+        (Init::File("c.npy".into()), 0.0, 7, 3)
+    );
     assert!(KmeansConfig::from_hints(&[("dtype", "i32")]).is_err());
     assert!(KmeansConfig::from_hints(&[("threshold", "-1")]).is_err());
     assert!(KmeansConfig::from_hints(&[("clusters", "3")]).is_err());
