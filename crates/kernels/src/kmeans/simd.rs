@@ -21,9 +21,6 @@ pub(super) enum Isa {
     /// AVX2 with fused multiply-add, checked present by [`Isa::detect`].
     #[cfg(target_arch = "x86_64")]
     Avx2Fma,
-    /// AVX-512 (F, VL) with fused multiply-add, checked present by [`Isa::detect`].
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
 }
 
 impl Isa {
@@ -32,13 +29,6 @@ impl Isa {
     pub(super) fn detect() -> Isa {
         if std::env::var_os("SLUICE_KMEANS_BASELINE").is_some_and(|v| v == "1") {
             return Isa::Baseline;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::env::var_os("SLUICE_KMEANS_AVX2").is_none_or(|v| v != "1")
-        {
-            return Isa::Avx512;
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -57,26 +47,18 @@ impl Isa {
             // `is_x86_feature_detected!` found both AVX2 and FMA on this CPU, which is all
             // `run_avx2_fma` requires.
             Isa::Avx2Fma => unsafe { run_avx2_fma(kernel, block) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Isa::Avx512` is made only by `detect`, after `is_x86_feature_detected!`
-            // found AVX-512 F and VL on this CPU; every CPU with AVX-512 F has AVX2 and FMA.
-            Isa::Avx512 => unsafe { run_avx512(kernel, block) },
         }
     }
 }
 
 /// [`KmeansKernel::run`] compiled for AVX2 and FMA (it and the assignment are
-/// `#[inline(always)]`, so they are compiled here with these features).
+/// `#[inline(always)]`, so they are compiled here with these features). An `unsafe fn` rather
+/// than a safe `#[target_feature]` fn so that it builds on the workspace's Rust 1.85.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
+unsafe fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
     kernel.run::<true, 16, 32>(block)
-}
-
-/// [`KmeansKernel::run`] compiled for AVX-512, in tiles of 32 f64 or 64 f32 records (four
-/// 512-bit registers per centre).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-fn run_avx512(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
-    kernel.run::<true, 32, 64>(block)
 }
