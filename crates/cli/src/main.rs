@@ -16,6 +16,7 @@ mod common;
 mod demo;
 mod graph;
 mod grep;
+mod kmeans;
 mod stats;
 mod vren;
 
@@ -37,6 +38,8 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Count or print lines (or fixed records) that match a pattern, in one streaming pass.
     Grep(grep::GrepArgs),
+    /// k-means clustering (Lloyd's algorithm), one streaming pass per iteration.
+    Kmeans(kmeans::KmeansArgs),
     /// Out-of-core graph analytics: import, generate, run algorithms on a grid store.
     Graph(graph::GraphArgs),
     /// The BSP layer: measure this machine's g and ℓ, or print what probe returns.
@@ -61,6 +64,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Stats(a) => stats::run(a),
         Command::Grep(a) => grep::run(a),
+        Command::Kmeans(a) => kmeans::run(a),
         Command::Graph(a) => graph::run(a),
         Command::Bsp(a) => bsp::run(a),
         Command::Demo(a) => demo::run(a),

@@ -1,0 +1,339 @@
+//! The k-means block kernel ([`KmeansKernel`]: one block's [`BlockPartial`]) and the fold of
+//! the partials in stream order ([`Fold`]), with the update step: empty-cluster relocation
+//! (rule 4) and the new centres (rule 5).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use sluice_io::{Block, BlockKernel};
+
+use super::assign::{Want, assign_block};
+use super::simd::Isa;
+use crate::{Dtype, Endian, Scalar};
+
+/// An element type the assignment runs in (f32 or f64).
+pub(super) trait Float: Copy + PartialOrd + Send + Sync + 'static {
+    const SIZE: usize;
+    const ZERO: Self;
+    const INFINITY: Self;
+    fn load<const BIG: bool>(bytes: &[u8]) -> Self;
+    fn to_f64(self) -> f64;
+    fn from_f64(x: f64) -> Self;
+    fn mul(self, b: Self) -> Self;
+    fn add(self, b: Self) -> Self;
+    /// `self·a + b`, rounded once.
+    fn fused(self, a: Self, b: Self) -> Self;
+}
+
+macro_rules! float {
+    ($($t:ty),*) => {$(
+        impl Float for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            const ZERO: $t = 0.0;
+            const INFINITY: $t = <$t>::INFINITY;
+            #[inline(always)]
+            fn load<const BIG: bool>(bytes: &[u8]) -> $t {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                if BIG { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { self as f64 }
+            #[inline(always)]
+            fn from_f64(x: f64) -> $t { x as $t }
+            #[inline(always)]
+            fn mul(self, b: $t) -> $t { self * b }
+            #[inline(always)]
+            fn add(self, b: $t) -> $t { self + b }
+            #[inline(always)]
+            fn fused(self, a: $t, b: $t) -> $t { self.mul_add(a, b) }
+        }
+    )*};
+}
+float!(f32, f64);
+
+/// A record far from its centre, a candidate for an empty cluster (rule 4).
+#[derive(Debug, Clone)]
+pub(super) struct FarPoint {
+    pub(super) dist: f64,
+    pub(super) index: u64,
+    pub(super) label: usize,
+    pub(super) coords: Vec<f64>,
+}
+
+impl FarPoint {
+    /// Farther first; among equal distances the earlier record.
+    fn rank(&self, other: &FarPoint) -> Ordering {
+        self.dist.total_cmp(&other.dist).then(other.index.cmp(&self.index))
+    }
+}
+
+/// Min-heap order: the heap's top is the lowest-ranked point kept.
+#[derive(Debug, Clone)]
+struct Kept(FarPoint);
+impl PartialEq for Kept {
+    fn eq(&self, other: &Kept) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Kept {}
+impl PartialOrd for Kept {
+    fn partial_cmp(&self, other: &Kept) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Kept {
+    fn cmp(&self, other: &Kept) -> Ordering {
+        other.0.rank(&self.0)
+    }
+}
+
+/// The `cap` records farthest from their centres seen so far.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Farthest {
+    cap: usize,
+    heap: BinaryHeap<Kept>,
+}
+
+impl Farthest {
+    pub(super) fn new(cap: usize) -> Farthest {
+        Farthest { cap, heap: BinaryHeap::new() }
+    }
+
+    /// A distance at or below which no record is kept now (−∞ until `cap` are kept); it only
+    /// grows, so a tile may test against a copy taken at its start.
+    #[inline(always)]
+    pub(super) fn threshold(&self) -> f64 {
+        match self.heap.peek() {
+            Some(t) if self.heap.len() >= self.cap => t.0.dist,
+            _ if self.cap == 0 => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        }
+    }
+
+    /// Returns true if and only if a record at `dist` (later than every record offered so far)
+    /// would be kept.
+    #[inline(always)]
+    pub(super) fn would_take(&self, dist: f64) -> bool {
+        self.heap.len() < self.cap || self.heap.peek().is_some_and(|t| dist > t.0.dist)
+    }
+
+    pub(super) fn offer(&mut self, dist: f64, index: u64, label: usize, coords: Vec<f64>) {
+        self.push(FarPoint { dist, index, label, coords });
+    }
+
+    fn push(&mut self, p: FarPoint) {
+        if self.heap.len() < self.cap {
+            self.heap.push(Kept(p));
+        } else if let Some(mut top) = self.heap.peek_mut() {
+            if p.rank(&top.0) == Ordering::Greater {
+                top.0 = p;
+            }
+        }
+    }
+
+    /// The kept points, farthest first.
+    pub(super) fn into_sorted(self) -> Vec<FarPoint> {
+        self.heap.into_sorted_vec().into_iter().map(|k| k.0).collect()
+    }
+}
+
+/// The figures of one block.
+#[derive(Debug, Clone)]
+pub struct BlockPartial {
+    pub(super) records: u64,
+    /// Σ x per cluster and feature (`k × d`), in f64.
+    pub(super) sums: Vec<f64>,
+    pub(super) counts: Vec<u64>,
+    /// Σ of squared distances to the chosen centres.
+    pub(super) inertia: f64,
+    pub(super) far: Farthest,
+    /// The first record holding a NaN or an infinity.
+    pub(super) bad: Option<u64>,
+    /// Labels in record order (when asked for).
+    pub(super) labels: Vec<i32>,
+}
+
+/// Centres as the assignment uses them, in one element type.
+#[derive(Debug, Clone)]
+pub(super) struct Prepared<T> {
+    /// Row `j`: `−2c_j`.
+    pub(super) m2c: Vec<T>,
+    /// `‖c_j‖²`.
+    pub(super) norms: Vec<T>,
+}
+
+impl<T: Float> Prepared<T> {
+    fn new(c64: &[f64], d: usize) -> Prepared<T> {
+        Prepared {
+            m2c: c64.iter().map(|&c| T::from_f64(-2.0 * c)).collect(),
+            norms: c64
+                .chunks_exact(d)
+                .map(|r| T::from_f64(r.iter().map(|c| c * c).sum()))
+                .collect(),
+        }
+    }
+}
+
+/// The k-means kernel of one pass: the centres, and what to collect.
+#[derive(Debug)]
+pub struct KmeansKernel {
+    dtype: Dtype,
+    d: usize,
+    k: usize,
+    /// Centres as f64 (values of the data's type, widened).
+    c64: Vec<f64>,
+    p64: Prepared<f64>,
+    p32: Prepared<f32>,
+    want: Want,
+    isa: Isa,
+}
+
+impl KmeansKernel {
+    /// A kernel assigning records of `d` values of `dtype` to the `k × d` `centres`, collecting
+    /// sums for the update step if `update` and labels if `labels`.
+    pub(super) fn new(
+        dtype: Dtype,
+        d: usize,
+        centres: &[f64],
+        update: bool,
+        labels: bool,
+    ) -> KmeansKernel {
+        KmeansKernel {
+            dtype,
+            d,
+            k: centres.len() / d,
+            c64: centres.to_vec(),
+            p64: Prepared::new(centres, d),
+            p32: Prepared::new(centres, d),
+            want: Want { update, labels },
+            isa: Isa::detect(),
+        }
+    }
+
+    fn record_bytes(&self) -> usize {
+        self.d * self.dtype.itemsize()
+    }
+
+    /// The block's partial, the assignment compiled with `FMA`, in tiles of `P64` f64 or `P32`
+    /// f32 records (see `simd.rs`).
+    #[inline(always)]
+    pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(
+        &self,
+        block: &Block<'_>,
+    ) -> BlockPartial {
+        let (k, d) = (self.k, self.d);
+        let rec = self.record_bytes();
+        let records = block.data.len() / rec;
+        let mut p = BlockPartial {
+            records: records as u64,
+            sums: if self.want.update { vec![0.0; k * d] } else { Vec::new() },
+            counts: if self.want.update { vec![0; k] } else { Vec::new() },
+            inertia: 0.0,
+            far: Farthest::new(if self.want.update { k } else { 0 }),
+            bad: None,
+            labels: Vec::with_capacity(if self.want.labels { records } else { 0 }),
+        };
+        let first = block.stream_offset / rec as u64;
+        let data = &block.data[..records * rec];
+        let (c, w) = (&self.c64, self.want);
+        let (p64, p32) = (&self.p64, &self.p32);
+        match (self.dtype.scalar, self.dtype.endian) {
+            (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
+                data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
+            ),
+            (Scalar::F64, Endian::Big) => assign_block::<f64, P64, true, FMA>(
+                data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
+            ),
+            (Scalar::F32, Endian::Little) => assign_block::<f32, P32, false, FMA>(
+                data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
+            ),
+            (Scalar::F32, Endian::Big) => assign_block::<f32, P32, true, FMA>(
+                data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
+            ),
+            // `open_matrix` admits f32 and f64 only.
+            _ => unreachable!("k-means runs on f32 or f64"),
+        }
+        p
+    }
+}
+
+impl BlockKernel for KmeansKernel {
+    type Partial = BlockPartial;
+
+    fn process(&self, block: &Block<'_>) -> BlockPartial {
+        self.isa.run(self, block)
+    }
+}
+
+/// A running fold of [`BlockPartial`]s in stream order (rule 6).
+#[derive(Debug, Clone)]
+pub(super) struct Fold {
+    pub(super) records: u64,
+    pub(super) sums: Vec<f64>,
+    pub(super) counts: Vec<u64>,
+    pub(super) inertia: f64,
+    pub(super) far: Farthest,
+    pub(super) bad: Option<u64>,
+}
+
+impl Fold {
+    pub(super) fn new(k: usize, d: usize) -> Fold {
+        Fold {
+            records: 0,
+            sums: vec![0.0; k * d],
+            counts: vec![0; k],
+            inertia: 0.0,
+            far: Farthest::new(k),
+            bad: None,
+        }
+    }
+
+    /// Adds the next block's figures (its labels are the caller's).
+    pub(super) fn add(&mut self, p: &mut BlockPartial) {
+        self.records += p.records;
+        if self.bad.is_none() {
+            self.bad = p.bad;
+        }
+        self.inertia += p.inertia;
+        if !p.sums.is_empty() {
+            self.sums.iter_mut().zip(&p.sums).for_each(|(s, x)| *s += x);
+            self.counts.iter_mut().zip(&p.counts).for_each(|(s, x)| *s += x);
+        }
+        for q in std::mem::take(&mut p.far).into_sorted() {
+            self.far.push(q);
+        }
+    }
+
+    /// The update step: relocates empty clusters (rule 4), then the new centres (rule 5),
+    /// rounded to `scalar`. Returns the centres and how many clusters were relocated.
+    pub(super) fn finish(mut self, d: usize, scalar: Scalar) -> (Vec<f64>, usize) {
+        let empty: Vec<usize> = (0..self.counts.len()).filter(|&j| self.counts[j] == 0).collect();
+        let far = self.far.into_sorted();
+        let mut relocated = 0;
+        if !empty.is_empty() && far.first().is_some_and(|p| p.dist > 0.0) {
+            for (&new, p) in empty.iter().zip(&far) {
+                for f in 0..d {
+                    self.sums[p.label * d + f] -= p.coords[f];
+                    self.sums[new * d + f] = p.coords[f];
+                }
+                self.counts[p.label] -= 1;
+                self.counts[new] = 1;
+                relocated += 1;
+            }
+        }
+        let mut centres = self.sums;
+        for (row, &n) in centres.chunks_exact_mut(d).zip(&self.counts) {
+            // scikit-learn's `_average_centers`: multiply by the reciprocal; an empty cluster
+            // that could not be relocated keeps its zero sum.
+            if n > 0 {
+                let alpha = 1.0 / n as f64;
+                row.iter_mut().for_each(|c| *c *= alpha);
+            }
+            if scalar == Scalar::F32 {
+                row.iter_mut().for_each(|c| *c = f64::from(*c as f32));
+            }
+        }
+        (centres, relocated)
+    }
+}

@@ -1,0 +1,300 @@
+//! k-means against a naive reference: the whole file in memory, Lloyd's algorithm with plain
+//! loops (direct squared distances for the argmin, a sort for the relocation). It shares no
+//! code with the kernel.
+
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use sluice_io::{Budget, PipelineBuilder};
+
+use super::*;
+use crate::stats::tests::pipeline_on;
+use crate::{Dtype, Endian, npy};
+
+/// Lloyd's algorithm, `iters` update passes then the final assignment: (centres, labels).
+fn naive(x: &[f64], d: usize, init: &[f64], iters: usize) -> (Vec<f64>, Vec<usize>) {
+    let (n, k) = (x.len() / d, init.len() / d);
+    let sq = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum::<f64>();
+    let assign = |c: &[f64]| -> Vec<usize> {
+        (0..n)
+            .map(|i| {
+                let r = &x[i * d..(i + 1) * d];
+                let mut best = 0;
+                for j in 1..k {
+                    if sq(r, &c[j * d..(j + 1) * d]) < sq(r, &c[best * d..(best + 1) * d]) {
+                        best = j;
+                    }
+                }
+                best
+            })
+            .collect()
+    };
+    let mut c = init.to_vec();
+    for _ in 0..iters {
+        let labels = assign(&c);
+        let mut sums = vec![0.0; k * d];
+        let mut counts = vec![0usize; k];
+        for (i, &j) in labels.iter().enumerate() {
+            counts[j] += 1;
+            for f in 0..d {
+                sums[j * d + f] += x[i * d + f];
+            }
+        }
+        let dist: Vec<f64> =
+            (0..n).map(|i| sq(&x[i * d..(i + 1) * d], &c[labels[i] * d..][..d])).collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| dist[b].total_cmp(&dist[a]).then(a.cmp(&b)));
+        let empty: Vec<usize> = (0..k).filter(|&j| counts[j] == 0).collect();
+        if dist[order[0]] > 0.0 {
+            for (&e, &i) in empty.iter().zip(&order) {
+                for f in 0..d {
+                    sums[labels[i] * d + f] -= x[i * d + f];
+                    sums[e * d + f] = x[i * d + f];
+                }
+                counts[labels[i]] -= 1;
+                counts[e] = 1;
+            }
+        }
+        for j in 0..k {
+            for f in 0..d {
+                c[j * d + f] = if counts[j] > 0 { sums[j * d + f] / counts[j] as f64 } else { 0.0 };
+            }
+        }
+    }
+    let labels = assign(&c);
+    (c, labels)
+}
+
+/// `n × d` records around `k` seeded centres, and `k` initial centres drawn from them.
+fn blobs(rng: &mut StdRng, n: usize, d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    let centres: Vec<f64> = (0..k * d).map(|_| rng.gen_range(-10.0..10.0)).collect();
+    let x: Vec<f64> = (0..n)
+        .flat_map(|_| {
+            let j = rng.gen_range(0..k);
+            (0..d).map(|f| centres[j * d + f] + rng.gen_range(-4.0..4.0)).collect::<Vec<_>>()
+        })
+        .collect();
+    let init = (0..k).flat_map(|_| x[rng.gen_range(0..n) * d..][..d].to_vec()).collect();
+    (x, init)
+}
+
+fn write_npy(path: &Path, x: &[f64], d: usize, dtype: Dtype) {
+    let mut bytes = npy::write_header(dtype, &[(x.len() / d) as u64, d as u64], false);
+    for &v in x {
+        match (dtype.scalar, dtype.endian) {
+            (Scalar::F64, Endian::Little) => bytes.extend_from_slice(&v.to_le_bytes()),
+            (Scalar::F64, Endian::Big) => bytes.extend_from_slice(&v.to_be_bytes()),
+            (_, Endian::Little) => bytes.extend_from_slice(&(v as f32).to_le_bytes()),
+            (_, Endian::Big) => bytes.extend_from_slice(&(v as f32).to_be_bytes()),
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn config(k: usize, init: &Path, iters: usize, labels: Option<PathBuf>) -> KmeansConfig {
+    KmeansConfig {
+        k,
+        init: Init::File(init.to_path_buf()),
+        threshold: 0.0,
+        max_iter: iters,
+        labels,
+        ..KmeansConfig::default()
+    }
+}
+
+fn read_labels(path: &Path) -> Vec<usize> {
+    let h = npy::read_header(path).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    bytes[h.data_offset as usize..]
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes(b.try_into().unwrap()) as usize)
+        .collect()
+}
+
+#[test]
+fn lloyd_matches_the_naive_reference_in_both_byte_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for (n, d, k) in [(3000, 3, 5), (1000, 7, 12), (517, 1, 2)] {
+        let (x, init) = blobs(&mut rng, n, d, k);
+        let init_path = dir.path().join("init.npy");
+        write_npy(&init_path, &init, d, Dtype::new(Scalar::F64, Endian::Little));
+        let (want_c, want_l) = naive(&x, d, &init, 6);
+        for endian in [Endian::Little, Endian::Big] {
+            let path = dir.path().join("x.npy");
+            write_npy(&path, &x, d, Dtype::new(Scalar::F64, endian));
+            let labels = dir.path().join("l.npy");
+            let cfg = config(k, &init_path, 6, Some(labels.clone()));
+            let pipeline = pipeline_on(4096, 0);
+            let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+            for (a, b) in r.centres.iter().flatten().zip(&want_c) {
+                assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+            }
+            assert_eq!(read_labels(&labels), want_l);
+            let counts: Vec<u64> =
+                (0..k).map(|j| want_l.iter().filter(|&&l| l == j).count() as u64).collect();
+            assert_eq!(r.counts, counts);
+        }
+    }
+}
+
+#[test]
+fn rule4_empty_clusters_take_the_farthest_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(8);
+    let (x, mut init) = blobs(&mut rng, 2000, 2, 4);
+    // Two centres far from every record: both clusters are empty after the first assignment.
+    init[4..8].copy_from_slice(&[1e6, 1e6, -1e6, 1e6]);
+    let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+    write_npy(&path, &x, 2, Dtype::new(Scalar::F64, Endian::Little));
+    write_npy(&init_path, &init, 2, Dtype::new(Scalar::F64, Endian::Little));
+    let (want, _) = naive(&x, 2, &init, 3);
+    let pipeline = pipeline_on(8192, 1);
+    let r =
+        kmeans(&path, &config(4, &init_path, 3, None), &pipeline, &Budget::unlimited()).unwrap();
+    assert_eq!(r.history[0].relocated, 2);
+    for (a, b) in r.centres.iter().flatten().zip(&want) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn rule7_same_bits_whatever_the_workers_and_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let (x, init) = blobs(&mut rng, 20_000, 5, 8);
+    let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+    write_npy(&path, &x, 5, Dtype::new(Scalar::F64, Endian::Little));
+    write_npy(&init_path, &init, 5, Dtype::new(Scalar::F64, Endian::Little));
+    let cfg = config(8, &init_path, 5, None);
+    let bits = |r: &KmeansReport| -> Vec<u64> {
+        let mut v: Vec<u64> = r.centres.iter().flatten().map(|c| c.to_bits()).collect();
+        v.extend(r.history.iter().map(|h| h.inertia.to_bits()));
+        v
+    };
+    let run = |b: PipelineBuilder| kmeans(&path, &cfg, &b.build().unwrap(), &Budget::unlimited());
+    let first = bits(&run(PipelineBuilder::new().block_size(16384).workers(1)).unwrap());
+    for workers in [2, 4] {
+        let r = run(PipelineBuilder::new().block_size(16384).workers(workers)).unwrap();
+        assert_eq!(bits(&r), first, "{workers} workers");
+    }
+    for way in 0..5 {
+        let r = kmeans(&path, &cfg, &pipeline_on(16384, way), &Budget::unlimited()).unwrap();
+        assert_eq!(bits(&r), first, "pipeline path {way}");
+    }
+    // Another block size groups the f64 sums differently: equal to rounding, same labels.
+    let other = run(PipelineBuilder::new().block_size(4096).workers(2)).unwrap();
+    assert_eq!(other.counts, run(PipelineBuilder::new().block_size(16384)).unwrap().counts);
+    for (a, b) in bits(&other).iter().zip(&first) {
+        let (a, b) = (f64::from_bits(*a), f64::from_bits(*b));
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn rule6_threshold_is_relative_to_the_mean_feature_variance() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(10);
+    let (mut x, init) = blobs(&mut rng, 5000, 3, 4);
+    // A large offset: the textbook Σx² − nμ² would lose digits here.
+    x.iter_mut().for_each(|v| *v += 1e6);
+    let init: Vec<f64> = init.iter().map(|v| v + 1e6).collect();
+    let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+    write_npy(&path, &x, 3, Dtype::new(Scalar::F64, Endian::Little));
+    write_npy(&init_path, &init, 3, Dtype::new(Scalar::F64, Endian::Little));
+    let mut cfg = config(4, &init_path, 100, None);
+    cfg.threshold = 1e-3;
+    let r = kmeans(&path, &cfg, &pipeline_on(8192, 3), &Budget::unlimited()).unwrap();
+    let n = 5000.0;
+    let mut var = 0.0;
+    for f in 0..3 {
+        let mean = (0..5000).map(|i| x[i * 3 + f]).sum::<f64>() / n;
+        var += (0..5000).map(|i| (x[i * 3 + f] - mean).powi(2)).sum::<f64>() / n / 3.0;
+    }
+    assert!((r.tolerance - 1e-3 * var).abs() <= 1e-9 * var, "{} vs {}", r.tolerance, 1e-3 * var);
+    let last = r.history.last().unwrap();
+    assert!(r.stop != Stop::MaxIter && (last.shift <= r.tolerance || r.stop == Stop::Unchanged));
+}
+
+#[test]
+fn kmeans_plus_plus_is_seeded_and_spreads_the_centres() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four tight, far-apart groups: k-means++ puts one centre in each.
+    let mut x = Vec::new();
+    let mut rng = StdRng::seed_from_u64(11);
+    for g in 0..4 {
+        for _ in 0..250 {
+            x.extend([g as f64 * 100.0 + rng.gen_range(0.0..1.0), rng.gen_range(0.0..1.0)]);
+        }
+    }
+    let path = dir.path().join("x.npy");
+    write_npy(&path, &x, 2, Dtype::new(Scalar::F64, Endian::Little));
+    let cfg = KmeansConfig { k: 4, max_iter: 1, seed: 5, ..KmeansConfig::default() };
+    let pipeline = PipelineBuilder::new().build().unwrap();
+    let a = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+    let b = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+    assert_eq!(a.centres, b.centres);
+    let mut groups: Vec<i64> = a.centres.iter().map(|c| (c[0] / 100.0).round() as i64).collect();
+    groups.sort();
+    assert_eq!(groups, [0, 1, 2, 3]);
+    assert_eq!(a.counts, [250; 4]);
+}
+
+#[test]
+fn rule1_bad_inputs_are_errors_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = PipelineBuilder::new().build().unwrap();
+    let budget = Budget::unlimited();
+    let f64le = Dtype::new(Scalar::F64, Endian::Little);
+    let mut x: Vec<f64> = (0..40).map(f64::from).collect();
+    let path = dir.path().join("x.npy");
+    write_npy(&path, &x, 4, f64le);
+    let cfg = KmeansConfig { k: 11, ..KmeansConfig::default() };
+    let err = kmeans(&path, &cfg, &pipeline, &budget).unwrap_err();
+    assert!(matches!(err, KmeansError::TooFewRecords { n: 10, k: 11, .. }), "{err}");
+    x[4 * 7 + 2] = f64::NAN;
+    write_npy(&path, &x, 4, f64le);
+    let header = npy::write_header(f64le, &[10, 4], false).len() as u64;
+    let cfg = KmeansConfig { k: 2, ..KmeansConfig::default() };
+    let err = kmeans(&path, &cfg, &pipeline, &budget).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, KmeansError::NonFinite { record: 7, offset, .. } if offset == header + 7 * 32),
+        "{msg}"
+    );
+    assert!(msg.contains("x.npy"), "{msg}");
+    let raw = dir.path().join("x.raw");
+    std::fs::write(&raw, [0u8; 8 * 9]).unwrap();
+    let cfg = KmeansConfig { k: 2, dtype: Some(Scalar::F64), dims: Some(4), ..cfg };
+    let err = kmeans(&raw, &cfg, &pipeline, &budget).unwrap_err();
+    assert!(err.to_string().contains("not a whole number of 4-value records"), "{err}");
+    let ints = dir.path().join("i.npy");
+    let mut bytes = npy::write_header(Dtype::new(Scalar::I32, Endian::Little), &[4, 2], false);
+    bytes.extend_from_slice(&[0u8; 32]);
+    std::fs::write(&ints, bytes).unwrap();
+    let err = kmeans(&ints, &KmeansConfig { k: 2, ..KmeansConfig::default() }, &pipeline, &budget)
+        .unwrap_err();
+    assert!(err.to_string().contains("f32 or f64"), "{err}");
+}
+
+#[test]
+fn hints_set_the_same_fields_as_flags() {
+    let cfg = KmeansConfig::from_hints(&[
+        ("k", "20"),
+        ("dims", "10"),
+        ("dtype", "f32"),
+        ("init", "c.npy"),
+        ("threshold", "0"),
+        ("max-iter", "7"),
+        ("seed", "3"),
+    ])
+    .unwrap();
+    assert_eq!((cfg.k, cfg.dims, cfg.dtype), (20, Some(10), Some(Scalar::F32)));
+    assert_eq!(
+        (cfg.init, cfg.threshold, cfg.max_iter, cfg.seed),
+        (Init::File("c.npy".into()), 0.0, 7, 3)
+    );
+    assert!(KmeansConfig::from_hints(&[("dtype", "i32")]).is_err());
+    assert!(KmeansConfig::from_hints(&[("threshold", "-1")]).is_err());
+    assert!(KmeansConfig::from_hints(&[("clusters", "3")]).is_err());
+}
