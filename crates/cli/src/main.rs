@@ -6,6 +6,7 @@
 mod bsp;
 mod common;
 mod demo;
+mod fft;
 mod graph;
 mod grep;
 mod stats;
@@ -32,6 +33,8 @@ enum Command {
     Graph(graph::GraphArgs),
     /// The BSP layer: measure this machine's g and ℓ, or print what probe returns.
     Bsp(bsp::BspArgs),
+    /// FFT of a complex128 .npy on p BSP processes (Bisseling–Inda).
+    Fft(fft::FftArgs),
     /// Show the main job end to end on generated data (needs no input).
     Demo(demo::DemoArgs),
 }
@@ -53,5 +56,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Graph(a) => graph::run(a),
         Command::Bsp(a) => bsp::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Fft(a) => fft::run(a),
     }
 }
