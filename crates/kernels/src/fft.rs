@@ -159,6 +159,10 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
     p
 }
 
+/// What process s of [`Fft::process`] takes: its workspace, its chunks of the output, and where
+/// it leaves its error.
+type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<FftError>);
+
 /// A transform of one length on one process count, ready to run many times (rule 4).
 #[derive(Debug)]
 pub struct Fft {
@@ -262,12 +266,11 @@ impl Fft {
         for (c, chunk) in output.chunks_mut(b).enumerate() {
             shares[c % p].push(chunk);
         }
-        let cells: Vec<Mutex<(&mut Workspace, Vec<&mut [Complex64]>, Option<FftError>)>> =
-            workspaces
-                .iter_mut()
-                .zip(shares)
-                .map(|(ws, share)| Mutex::new((ws, share, None)))
-                .collect();
+        let cells: Vec<Mutex<Share<'_>>> = workspaces
+            .iter_mut()
+            .zip(shares)
+            .map(|(ws, out)| Mutex::new((ws, out, None)))
+            .collect();
         let config = ExecConfig { max_p: Some(p as Pid), ..ExecConfig::default() };
         let ran = sluice_bsp::exec_with(
             &config,

@@ -23,8 +23,13 @@ pub struct LocalFft {
     p: usize,
     direction: Direction,
     fft_m: Arc<dyn RustFft<f64>>,
-    fft_p: Arc<dyn RustFft<f64>>,
     twiddles: Twiddles,
+    /// `steps[r·TILE + i]` = ω_n^{r·i}: the twiddle of row r, column i of a tile, relative to
+    /// the tile's first column (exact from `twiddles`, so no error accumulates across tiles).
+    steps: Vec<Complex64>,
+    /// `roots[j]` = ω_{2h}^j for the radix-2 stages across rows, for each stage half-size h:
+    /// stored at `roots[h + j]` (h a power of two, j < h).
+    roots: Vec<Complex64>,
 }
 
 impl std::fmt::Debug for LocalFft {
@@ -79,13 +84,27 @@ impl LocalFft {
             Direction::Inverse => FftDirection::Inverse,
         };
         let mut planner = FftPlanner::new();
+        let twiddles = Twiddles::new(n, direction.sign());
+        let steps = (0..p * TILE).map(|j| twiddles.get((j / TILE) * (j % TILE) % n)).collect();
+        // ω_{2h}^j = ω_n^{j·n/(2h)}.
+        let roots = (0..p)
+            .map(|i| {
+                if i == 0 {
+                    Complex64::default()
+                } else {
+                    let h = 1 << i.ilog2();
+                    twiddles.get((i - h) * (n / (2 * h)))
+                }
+            })
+            .collect();
         Ok(LocalFft {
             n,
             p,
             direction,
             fft_m: planner.plan_fft(n / p, dir),
-            fft_p: planner.plan_fft(p, dir),
-            twiddles: Twiddles::new(n, direction.sign()),
+            twiddles,
+            steps,
+            roots,
         })
     }
 
@@ -112,7 +131,79 @@ impl LocalFft {
     }
 
     fn scratch_len(&self) -> usize {
-        self.fft_m.get_outofplace_scratch_len().max(self.fft_p.get_inplace_scratch_len())
+        self.fft_m.get_outofplace_scratch_len()
+    }
+
+    /// Step 3 on the rows `rows` (p rows of b values; R[r][q] = z_r[k1_first + q]): twiddles,
+    /// the b FFTs of length p across rows (radix-2 decimation in frequency, so row r ends up
+    /// holding output k2 = bitrev(r)), and the write of `out[k2]`. Tile by tile of `TILE`
+    /// columns, so each value is read once from memory and written once.
+    fn combine(
+        &self,
+        k1_first: usize,
+        rows: &[Complex64],
+        tile: &mut [Complex64],
+        out: &mut [&mut [Complex64]],
+    ) {
+        let p = self.p;
+        let b = rows.len() / p;
+        let bits = p.trailing_zeros();
+        let scale = match self.direction {
+            Direction::Forward => None,
+            Direction::Inverse => Some(1.0 / self.n as f64),
+        };
+        for q0 in (0..b).step_by(TILE) {
+            let w = TILE.min(b - q0);
+            // Twiddle row r by ω_n^{r·(k1_first + q0 + i)} = base · steps[r][i].
+            for r in 0..p {
+                let src = &rows[r * b + q0..r * b + q0 + w];
+                let dst = &mut tile[r * TILE..r * TILE + w];
+                if r == 0 {
+                    dst.copy_from_slice(src);
+                    continue;
+                }
+                let base = self.twiddles.get(r * (k1_first + q0));
+                let steps = &self.steps[r * TILE..r * TILE + w];
+                for ((d, &v), &st) in dst.iter_mut().zip(src).zip(steps) {
+                    *d = v * (base * st);
+                }
+            }
+            // Radix-2 stages across rows, half-size h = p/2, p/4, ..., 1.
+            let mut h = p / 2;
+            while h >= 1 {
+                for g in (0..p).step_by(2 * h) {
+                    for j in 0..h {
+                        let root = self.roots[h + j];
+                        let (lo, hi) = tile.split_at_mut((g + j + h) * TILE);
+                        let a = &mut lo[(g + j) * TILE..(g + j) * TILE + w];
+                        let c = &mut hi[..w];
+                        if j == 0 {
+                            for (x, y) in a.iter_mut().zip(c.iter_mut()) {
+                                let (u, v) = (*x, *y);
+                                *x = u + v;
+                                *y = u - v;
+                            }
+                        } else {
+                            for (x, y) in a.iter_mut().zip(c.iter_mut()) {
+                                let (u, v) = (*x, *y);
+                                *x = u + v;
+                                *y = (u - v) * root;
+                            }
+                        }
+                    }
+                }
+                h /= 2;
+            }
+            for r in 0..p {
+                let k2 = if bits == 0 { 0 } else { r.reverse_bits() >> (usize::BITS - bits) };
+                let src = &tile[r * TILE..r * TILE + w];
+                let dst = &mut out[k2][q0..q0 + w];
+                match scale {
+                    None => dst.copy_from_slice(src),
+                    Some(f) => dst.iter_mut().zip(src).for_each(|(y, &v)| *y = v * f),
+                }
+            }
+        }
     }
 
     /// Runs process `ctx.pid()`'s part (steps 1–3 of the module docs) in `ctx`'s section, which
@@ -142,29 +233,8 @@ impl LocalFft {
         self.fft_m.process_outofplace_with_scratch(local, &mut ws.z, &mut ws.scratch);
         // Step 2: process t gets block t of every z_s as its rows R[s] (one sync).
         exchange(ctx, &ws.z, local, b)?;
-        // Step 3: y[k1 + m·k2] = Σ_s ω_p^{s·k2} · ω_n^{s·k1} · R[s][q], k1 = s_own·b + q.
-        let scale = match self.direction {
-            Direction::Forward => 1.0,
-            Direction::Inverse => 1.0 / n as f64,
-        };
-        let first_k1 = s * b;
-        for q0 in (0..b).step_by(TILE) {
-            let width = TILE.min(b - q0);
-            let tile = &mut ws.tile[..width * p];
-            for (r, row) in local.chunks_exact(b).enumerate() {
-                let mut e = r * (first_k1 + q0);
-                for (i, &v) in row[q0..q0 + width].iter().enumerate() {
-                    tile[i * p + r] = v * self.twiddles.get(e);
-                    e += r;
-                }
-            }
-            self.fft_p.process_with_scratch(tile, &mut ws.scratch);
-            for (k2, chunk) in out.iter_mut().enumerate() {
-                for (i, y) in chunk[q0..q0 + width].iter_mut().enumerate() {
-                    *y = tile[i * p + k2] * scale;
-                }
-            }
-        }
+        // Step 3: y[k1 + m·k2] = Σ_r ω_p^{r·k2} · ω_n^{r·k1} · R[r][q], k1 = s·b + q.
+        self.combine(s * b, local, &mut ws.tile, out);
         Ok(())
     }
 }

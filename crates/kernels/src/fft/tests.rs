@@ -50,3 +50,66 @@ fn rule1_matches_a_naive_dft_for_every_valid_p() {
         }
     }
 }
+
+#[test]
+fn rule3_fft_spmd_takes_cyclic_input_and_gives_block_cyclic_output() {
+    let (n, p) = (1usize << 8, 4usize);
+    let x = random(n, 7);
+    let want = naive(&x, Direction::Forward);
+    let plan = LocalFft::new(n, p, Direction::Forward).unwrap();
+    let (m, b) = (n / p, n / p / p);
+    let outs = Mutex::new(vec![Vec::new(); p]);
+    // The caller's own section, with registrations and capacity of its own that the FFT must
+    // leave alone (it runs in a rehooked context).
+    sluice_bsp::exec_with(
+        &ExecConfig::new(p as Pid, false),
+        p as Pid,
+        |ctx, s, _, _| {
+            ctx.resize_memory_register(1).unwrap();
+            ctx.resize_message_queue(1).unwrap();
+            ctx.sync().unwrap();
+            let mine = ctx.alloc_global(8).unwrap();
+            let s = s as usize;
+            let mut local: Vec<Complex64> = (0..m).map(|l| x[s + p * l]).collect();
+            let mut out = vec![Complex64::default(); m];
+            fft_spmd(ctx, &plan, &mut local, &mut out).unwrap();
+            assert_eq!((ctx.registered(), ctx.msg_capacity()), (1, 1));
+            ctx.slot_mut(mine).unwrap()[0] = 1;
+            ctx.sync().unwrap();
+            outs.lock().unwrap()[s] = out;
+        },
+        Args::none(),
+    )
+    .unwrap();
+    let outs = outs.into_inner().unwrap();
+    for (s, out) in outs.iter().enumerate() {
+        for k2 in 0..p {
+            for q in 0..b {
+                let (got, want) = (out[k2 * b + q], want[m * k2 + s * b + q]);
+                assert!((got - want).norm() < 1e-9, "s {s} k2 {k2} q {q}: {got} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rule2_bad_shapes_are_refused() {
+    assert!(matches!(Fft::new(12, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 12 })));
+    assert!(matches!(Fft::new(16, 8, Direction::Forward), Err(FftError::BadProcs { .. })));
+    assert!(matches!(Fft::new(64, 3, Direction::Forward), Err(FftError::BadProcs { .. })));
+    assert!(matches!(Fft::new(0, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 0 })));
+    let plan = Fft::new(16, 2, Direction::Forward).unwrap();
+    let err = plan.process(&[Complex64::default(); 8], &mut [Complex64::default(); 16]);
+    assert!(matches!(err, Err(FftError::Length { what: "input", expected: 16, got: 8 })));
+    assert_eq!((default_procs(16, 64), default_procs(1 << 20, 6), default_procs(2, 8)), (4, 4, 1));
+}
+
+#[test]
+fn in_place_fft_then_ifft_round_trips() {
+    let x = random(1 << 12, 9);
+    let mut y = x.clone();
+    fft(&mut y, 4).unwrap();
+    assert!(rel_l2(&y, &naive(&x, Direction::Forward)) < 1e-12);
+    ifft(&mut y, 2).unwrap();
+    assert!(rel_l2(&y, &x) < 1e-12);
+}
