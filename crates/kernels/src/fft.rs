@@ -150,10 +150,16 @@ fn check_shape(n: usize, p: usize) -> Result<(), FftError> {
     Ok(())
 }
 
-/// The largest valid p (rule 2) not above `max_p`: what a caller without a preference uses.
+/// Fewest values per process for which [`default_procs`] goes parallel. Below it, starting p
+/// threads and two syncs cost more than they save: n = 2^16 took 0.59 ms on 2 processes and
+/// 0.28 ms on 1 (medians of 50 calls, 2-core machine under load; FFTW with 2 threads: 0.27 ms).
+pub const MIN_VALUES_PER_PROCESS: usize = 1 << 16;
+
+/// The p a caller without a preference should use: the largest valid p (rule 2) not above
+/// `max_p` that leaves each process at least [`MIN_VALUES_PER_PROCESS`] values (1 when none).
 pub fn default_procs(n: usize, max_p: usize) -> usize {
     let mut p = 1;
-    while p * 2 <= max_p.max(1) && (p * 2) * (p * 2) <= n {
+    while p * 2 <= max_p && (p * 2) * (p * 2) <= n && n / (p * 2) >= MIN_VALUES_PER_PROCESS {
         p *= 2;
     }
     p

@@ -132,7 +132,8 @@ pub fn write_npy(path: &Path, data: &[Complex64]) -> Result<(), FftError> {
 /// Options of [`fft_file`].
 #[derive(Debug, Clone, Default)]
 pub struct FileConfig {
-    /// Processes; `None`: the largest valid p not above the number of hardware threads.
+    /// Processes; `None`: [`default_procs`] of n and the BSP root's processors
+    /// (`SLUICE_BSP_MAX_P`, else the hardware threads).
     pub procs: Option<usize>,
     /// Forward or inverse.
     pub direction: Direction,
@@ -163,7 +164,7 @@ pub fn fft_file(
     budget: &Budget,
 ) -> Result<FileReport, FftError> {
     let (_, n) = check_npy(input)?;
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let cores = sluice_bsp::ExecConfig::default().root_p() as usize;
     let p = config.procs.unwrap_or_else(|| default_procs(n, cores));
     let started = Instant::now();
     let plan = Fft::new(n, p, config.direction).map_err(|e| in_file(input, e))?;
