@@ -3,7 +3,7 @@
 //! so a hint wins), calls [`sluice_kernels::kmeans::kmeans`], writes the centres and prints a
 //! summary or one JSON object.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -101,12 +101,7 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
         report.write_centres(out).context("-o")?;
     }
     let text = if args.json { serde_json::to_string(&report)? + "\n" } else { summary(&report) };
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(e).context("writing to stdout")?
-        }
-        _ => {}
-    }
+    crate::common::print(format_args!("{text}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -165,6 +160,6 @@ fn summary(r: &KmeansReport) -> String {
         let c: Vec<String> = c.iter().map(|x| format!("{x:.6}")).collect();
         out.push_str(&format!("  centre {j:<4} {n:>10} records  [{}]\n", c.join(", ")));
     }
-    out.push_str(&crate::stats::run_line(&r.run));
+    out.push_str(&crate::common::run_figures(&r.run, crate::common::Layout::Row));
     out
 }

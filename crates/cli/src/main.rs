@@ -14,6 +14,7 @@
 mod bsp;
 mod common;
 mod demo;
+mod fft;
 mod graph;
 mod grep;
 mod kmeans;
@@ -46,6 +47,8 @@ enum Command {
     Bsp(bsp::BspArgs),
     /// Render a 3-D volume to a PNG (MIP or compositing along an axis) in one streaming pass.
     Vren(vren::VrenArgs),
+    /// FFT of a complex128 .npy on p BSP processes (Bisseling–Inda).
+    Fft(fft::FftArgs),
     /// Show the main job end to end on generated data (needs no input).
     Demo(demo::DemoArgs),
 }
@@ -69,5 +72,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Bsp(a) => bsp::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Vren(a) => vren::run(a),
+        Command::Fft(a) => fft::run(a),
     }
 }

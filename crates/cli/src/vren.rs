@@ -2,7 +2,6 @@
 //! into a [`VrenConfig`] (hints applied after the flags, so a hint wins), calls
 //! [`sluice_kernels::vren::render_to_png`], and prints a line or one JSON object.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -113,15 +112,9 @@ pub(crate) fn run(args: VrenArgs) -> anyhow::Result<ExitCode> {
             args.output.display(),
             report.image.0,
             report.image.1,
-            crate::stats::run_line(&report.run)
+            crate::common::run_figures(&report.run, crate::common::Layout::Row)
         )
     };
-    // A closed pipe (`| head`) is not an error worth a message.
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(e).context("writing to stdout")?
-        }
-        _ => {}
-    }
+    crate::common::print(format_args!("{text}"))?;
     Ok(ExitCode::SUCCESS)
 }

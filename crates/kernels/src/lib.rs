@@ -43,7 +43,8 @@
 //! ```
 //!
 //! # Modules
-//! No module holds `unsafe` code (`#![deny(unsafe_code)]`).
+//! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but `fft/exchange.rs`, which registers
+//! the FFT's buffers as BSP slots (`#[allow(unsafe_code)]`, one `// SAFETY:` per block).
 //!
 //! ```text
 //! stats.rs             the stats pass: contract, stats()
@@ -53,6 +54,11 @@
 //!   stats/histogram.rs NumPy's bin assignment; counts in scratch arrays or atomics
 //!   stats/report.rs    Figures, StatsReport and Number, as they print in JSON
 //! grep.rs              the grep pass: GrepConfig, GrepKernel, grep(), grep_with()
+//! fft.rs               the BSP FFT (Bisseling–Inda): contract, Fft, fft(), ifft(), FftError
+//!   fft/spmd.rs        one process's steps; LocalFft and fft_spmd for running BSP programs
+//!   fft/exchange.rs*   the one redistribution superstep (registers buffers: unsafe)
+//!   fft/twiddle.rs     twiddle factors from two √n tables
+//!   fft/file.rs        complex128 .npy in and out; fft_file
 //! npy.rs               .npy header parsing and writing
 //! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
 //! pairwise.rs          pairwise and Neumaier summation
@@ -65,6 +71,7 @@
 
 mod dtype;
 mod error;
+pub mod fft;
 pub mod grep;
 pub mod hints;
 pub mod kmeans;

@@ -8,7 +8,9 @@
 //!    means this machine's order), `fortran_order` (bool) and `shape` (tuple of non-negative
 //!    ints); anything else is a [`KernelError::NpyHeader`] with the byte offset of the fault.
 //! 4. Dtypes other than f4, f8, i1–i8 and u1–u8 (object, bool, complex, float16, strings,
-//!    datetimes, structured) are [`KernelError::UnsupportedDtype`].
+//!    datetimes, structured) are [`KernelError::UnsupportedDtype`] for [`read_header`]. A kernel
+//!    with element types of its own (the FFT's complex128) reads the header with
+//!    [`read_header_as`] and its own [`NpyDtype`]; rules 1–3 and 5 hold alike.
 //! 5. A file shorter than header plus `product(shape) × itemsize` is
 //!    [`KernelError::NpyTruncated`]; bytes after the data are ignored, as `numpy.load` does.
 
@@ -24,15 +26,32 @@ pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// Headers longer than this are refused (NumPy itself refuses more than 10 000 bytes by default).
 pub const MAX_HEADER_BYTES: usize = 16 << 20;
 
+/// An element type a `.npy` descr can name (rule 4): [`Dtype`], or a kernel's own.
+pub trait NpyDtype: Sized {
+    /// Parses a descr string such as `<f8`; errors name `path`.
+    fn from_descr(path: &Path, descr: &str) -> Result<Self, KernelError>;
+    /// Bytes per element.
+    fn itemsize(&self) -> usize;
+}
+
+impl NpyDtype for Dtype {
+    fn from_descr(path: &Path, descr: &str) -> Result<Dtype, KernelError> {
+        parse_descr(path, descr)
+    }
+    fn itemsize(&self) -> usize {
+        Dtype::itemsize(*self)
+    }
+}
+
 /// What a `.npy` header says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NpyHeader {
+pub struct NpyHeader<D = Dtype> {
     /// Format version (major, minor).
     pub version: (u8, u8),
     /// The descr as written (`<f8`).
     pub descr: String,
     /// The element type.
-    pub dtype: Dtype,
+    pub dtype: D,
     /// True if and only if the data is in Fortran (column-major) order.
     pub fortran_order: bool,
     /// The shape; `[]` for a 0-d array (one element).
@@ -43,7 +62,7 @@ pub struct NpyHeader {
     pub count: u64,
 }
 
-impl NpyHeader {
+impl<D: NpyDtype> NpyHeader<D> {
     /// Bytes of data the header promises.
     pub fn data_len(&self) -> u64 {
         self.count * self.dtype.itemsize() as u64
@@ -57,6 +76,11 @@ pub fn has_magic(prefix: &[u8]) -> bool {
 
 /// Reads and checks the header of the `.npy` file at `path` (rules 2–5).
 pub fn read_header(path: &Path) -> Result<NpyHeader, KernelError> {
+    read_header_as(path)
+}
+
+/// [`read_header`] for the element types `D` parses (rule 4).
+pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, KernelError> {
     let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let file_len = file.metadata().map_err(open_err)?.len();
@@ -259,12 +283,12 @@ impl Parser<'_> {
 }
 
 /// Parses the header dict (rule 3); `base` is the file offset of `text[0]`.
-fn parse_dict(
+fn parse_dict<D: NpyDtype>(
     path: &Path,
     text: &[u8],
     base: u64,
     version: (u8, u8),
-) -> Result<NpyHeader, KernelError> {
+) -> Result<NpyHeader<D>, KernelError> {
     let mut p = Parser { text, pos: 0, base, path };
     let Lit::Dict(items) = p.value()? else {
         return Err(bad(path, base, "the header is not a dict"));
@@ -299,7 +323,7 @@ fn parse_dict(
         Some(_) => return Err(bad(path, base, "'shape' is not a tuple")),
         None => return Err(bad(path, base, "no 'shape' key")),
     };
-    let dtype = parse_descr(path, &descr)?;
+    let dtype = D::from_descr(path, &descr)?;
     let count = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))

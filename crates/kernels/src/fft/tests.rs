@@ -1,0 +1,121 @@
+use super::*;
+
+fn naive(x: &[Complex64], direction: Direction) -> Vec<Complex64> {
+    let n = x.len();
+    (0..n)
+        .map(|k| {
+            let sum: Complex64 = x
+                .iter()
+                .enumerate()
+                .map(|(j, &v)| {
+                    // (j·k) mod n keeps the angle small and exact.
+                    let e = (j * k) % n;
+                    let a = direction.sign() * std::f64::consts::TAU * e as f64 / n as f64;
+                    v * Complex64::new(a.cos(), a.sin())
+                })
+                .sum();
+            if direction == Direction::Inverse { sum / n as f64 } else { sum }
+        })
+        .collect()
+}
+
+fn rel_l2(a: &[Complex64], b: &[Complex64]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y).norm_sqr()).sum();
+    let den: f64 = b.iter().map(|y| y.norm_sqr()).sum();
+    (num / den).sqrt()
+}
+
+fn random(n: usize, seed: u64) -> Vec<Complex64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| Complex64::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0))).collect()
+}
+
+#[test]
+fn rule1_matches_a_naive_dft_for_every_valid_p() {
+    for k in 0..=10 {
+        let n = 1usize << k;
+        let x = random(n, k as u64);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let want = naive(&x, direction);
+            let mut p = 1;
+            while p * p <= n {
+                let plan = Fft::new(n, p, direction).unwrap();
+                let mut got = vec![Complex64::default(); n];
+                plan.process(&x, &mut got).unwrap();
+                let err = rel_l2(&got, &want);
+                assert!(err < 1e-12, "n {n} p {p} {direction:?}: relative L2 error {err}");
+                p *= 2;
+            }
+        }
+    }
+}
+
+#[test]
+fn rule3_fft_spmd_takes_cyclic_input_and_gives_block_cyclic_output() {
+    let (n, p) = (1usize << 8, 4usize);
+    let x = random(n, 7);
+    let want = naive(&x, Direction::Forward);
+    let plan = LocalFft::new(n, p, Direction::Forward).unwrap();
+    let (m, b) = (n / p, n / p / p);
+    let outs = Mutex::new(vec![Vec::new(); p]);
+    // The caller's own section, with registrations and capacity of its own that the FFT must
+    // leave alone (it runs in a rehooked context).
+    sluice_bsp::exec_with(
+        &ExecConfig::new(p as Pid, false),
+        p as Pid,
+        |ctx, s, _, _| {
+            ctx.resize_memory_register(1).unwrap();
+            ctx.resize_message_queue(1).unwrap();
+            ctx.sync().unwrap();
+            let mine = ctx.alloc_global(8).unwrap();
+            let s = s as usize;
+            let mut local: Vec<Complex64> = (0..m).map(|l| x[s + p * l]).collect();
+            let mut out = vec![Complex64::default(); m];
+            fft_spmd(ctx, &plan, &mut local, &mut out).unwrap();
+            assert_eq!((ctx.registered(), ctx.msg_capacity()), (1, 1));
+            ctx.slot_mut(mine).unwrap()[0] = 1;
+            ctx.sync().unwrap();
+            outs.lock().unwrap()[s] = out;
+        },
+        Args::none(),
+    )
+    .unwrap();
+    let outs = outs.into_inner().unwrap();
+    for (s, out) in outs.iter().enumerate() {
+        for k2 in 0..p {
+            for q in 0..b {
+                let (got, want) = (out[k2 * b + q], want[m * k2 + s * b + q]);
+                assert!((got - want).norm() < 1e-9, "s {s} k2 {k2} q {q}: {got} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rule2_bad_shapes_are_refused() {
+    assert!(matches!(Fft::new(12, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 12 })));
+    assert!(matches!(Fft::new(16, 8, Direction::Forward), Err(FftError::BadProcs { .. })));
+    assert!(matches!(Fft::new(64, 3, Direction::Forward), Err(FftError::BadProcs { .. })));
+    assert!(matches!(Fft::new(0, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 0 })));
+    let plan = Fft::new(16, 2, Direction::Forward).unwrap();
+    let err = plan.process(&[Complex64::default(); 8], &mut [Complex64::default(); 16]);
+    assert!(matches!(err, Err(FftError::Length { what: "input", expected: 16, got: 8 })));
+    let fits = |n: usize, p: usize| check_shape(n, p).is_ok() && n / p >= MIN_VALUES_PER_PROCESS;
+    for (n, max_p) in [(16, 64), (1 << 16, 2), (1 << 17, 2), (1 << 20, 6), (1 << 26, 64), (2, 8)] {
+        let p = default_procs(n, max_p);
+        assert!(p == 1 || (fits(n, p) && p <= max_p), "n {n} max_p {max_p}: p {p}");
+        assert!(2 * p > max_p || !fits(n, 2 * p), "n {n} max_p {max_p}: p {p} is not the largest");
+    }
+    assert_eq!((default_procs(1 << 17, 2), default_procs(1 << 16, 2)), (2, 1));
+}
+
+#[test]
+fn in_place_fft_then_ifft_round_trips() {
+    let x = random(1 << 12, 9);
+    let mut y = x.clone();
+    fft(&mut y, 4).unwrap();
+    assert!(rel_l2(&y, &naive(&x, Direction::Forward)) < 1e-12);
+    ifft(&mut y, 2).unwrap();
+    assert!(rel_l2(&y, &x) < 1e-12);
+}
