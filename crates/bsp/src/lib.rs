@@ -116,6 +116,8 @@ mod threads;
 
 pub mod bench;
 pub mod collectives;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod probe;
 
 pub use ctx::{Ctx, exec, exec_with};

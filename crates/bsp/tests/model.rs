@@ -89,8 +89,9 @@ fn random_h_relations_match_a_sequential_model() {
     for config in backends() {
         for p in 1..=16usize {
             let seed = 0x5eed + p as u64;
-            run(&config, p as Pid, |ctx, s, _| {
-                let me = s as usize;
+            run(&config, p as Pid, |ctx, s, p| {
+                // p: the processes that run (fewer than asked under mpirun -np N < p).
+                let (me, p) = (s as usize, p as usize);
                 let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
                 let mut model_a: Vec<Vec<u8>> = (0..p).map(|j| fresh_a(0, j)).collect();
                 let mut model_b = vec![vec![0u8; B_LEN]; p];
@@ -123,8 +124,8 @@ fn all_to_all_of_small_messages_is_exact() {
     for config in backends() {
         let p = 16usize;
         let per_peer = 64usize;
-        run(&config, p as Pid, |ctx, s, _| {
-            let me = s as usize;
+        run(&config, p as Pid, |ctx, s, p| {
+            let (me, p) = (s as usize, p as usize);
             ctx.resize_memory_register(2).unwrap();
             ctx.resize_message_queue(2 * p * per_peer).unwrap();
             ctx.sync().unwrap();
