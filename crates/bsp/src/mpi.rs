@@ -53,6 +53,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 pub(crate) use process::MpiProcess;
+/// The rsmpi crate this backend is built on (for [`hook`]'s communicators).
+pub use ::mpi as rsmpi;
 
 use crate::{Args, Ctx, Error, ExecConfig, Pid};
 use raw::Comm;
