@@ -43,7 +43,9 @@
 //! - `process`: one process's context and the primitives between syncs.
 //! - `sync`: the header round, descriptors and payloads.
 //! - `codec`: errors as bytes, to report a failure on every rank.
+//! - [`bench`]: `sluice bsp bench --backend mpi`, with a plain `MPI_Alltoallv` beside it.
 
+pub mod bench;
 mod codec;
 mod process;
 mod raw;

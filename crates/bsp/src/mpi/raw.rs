@@ -33,6 +33,9 @@ unsafe impl Sync for Comm {}
 /// Largest block handed to MPI in one piece (its counts are `int`).
 const MAX_BLOCK: usize = 1 << 30;
 
+/// Blocks from this length on travel as messages of their own (see [`Transfers::post`]).
+const LARGE: usize = 64 << 10;
+
 extern "C" fn finalize_at_exit() {
     let mut done: c_int = 0;
     // SAFETY: MPI_Finalized may be called at any time; MPI_Finalize once, after init.
@@ -187,12 +190,15 @@ pub(crate) struct Transfers {
 }
 
 impl Transfers {
-    /// Posts one message to (`send`) or from `peer` made of `blocks` (address, length).
+    /// Posts the transfer of `blocks` (address, length) to (`send`) or from `peer`: the blocks
+    /// shorter than [`LARGE`] travel as one message described by an `hindexed` datatype, then
+    /// each large block as its own contiguous message (which OpenMPI's shared-memory transport
+    /// moves with one copy, where a datatype would be packed and unpacked).
     ///
     /// # Safety
     /// Every block must stay valid (readable for a send, writable for a receive) and untouched
     /// by other code until [`Transfers::wait`] returns; the blocks of a receive must not
-    /// overlap. The peer must post the matching operation with the same total length.
+    /// overlap. The peer must post the matching operation with the same block lengths.
     pub(crate) unsafe fn post(
         &mut self,
         comm: Comm,
@@ -201,49 +207,74 @@ impl Transfers {
         tag: i32,
         blocks: &[(*mut u8, usize)],
     ) {
-        let total: usize = blocks.iter().map(|b| b.1).sum();
-        if total == 0 {
-            return;
-        }
         self.lens.clear();
         self.addrs.clear();
-        for &(ptr, len) in blocks {
-            let mut off = 0;
-            while off < len {
-                let n = (len - off).min(MAX_BLOCK);
-                self.lens.push(n as c_int);
-                self.addrs.push(ptr.wrapping_add(off) as ffi::MPI_Aint);
-                off += n;
-            }
+        for &(ptr, len) in blocks.iter().filter(|b| b.1 > 0 && b.1 < LARGE) {
+            self.lens.push(len as c_int);
+            self.addrs.push(ptr as ffi::MPI_Aint);
         }
-        // SAFETY: a request slot for MPI to fill.
-        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: the caller guarantees the blocks' validity until `wait`; for one block the
-        // buffer is its address, otherwise an hindexed type over absolute addresses with
-        // MPI_BOTTOM (address 0 in OpenMPI and MPICH) describes them.
+        // SAFETY: the caller's guarantees cover every block passed on.
         unsafe {
-            let (buf, count, ty) = if self.lens.len() == 1 {
-                (self.addrs[0] as *mut u8, self.lens[0], ffi::RSMPI_UINT8_T)
-            } else {
-                let mut ty = ffi::RSMPI_UINT8_T;
-                ffi::MPI_Type_create_hindexed(
-                    self.lens.len() as c_int,
-                    self.lens.as_ptr(),
-                    self.addrs.as_ptr(),
-                    ffi::RSMPI_UINT8_T,
-                    &mut ty,
-                );
-                ffi::MPI_Type_commit(&mut ty);
-                self.types.push(ty);
-                (ptr::null_mut(), 1, ty)
-            };
-            if send {
-                ffi::MPI_Isend(buf.cast(), count, ty, peer as c_int, tag, comm.0, &mut req);
-            } else {
-                ffi::MPI_Irecv(buf.cast(), count, ty, peer as c_int, tag, comm.0, &mut req);
+            match self.lens.len() {
+                0 => {}
+                1 => self.post_one(comm, send, peer, tag, self.addrs[0] as *mut u8, self.lens[0]),
+                n => {
+                    let mut ty = ffi::RSMPI_UINT8_T;
+                    ffi::MPI_Type_create_hindexed(
+                        n as c_int,
+                        self.lens.as_ptr(),
+                        self.addrs.as_ptr(),
+                        ffi::RSMPI_UINT8_T,
+                        &mut ty,
+                    );
+                    ffi::MPI_Type_commit(&mut ty);
+                    self.types.push(ty);
+                    // MPI_BOTTOM (address 0 in OpenMPI and MPICH): absolute displacements.
+                    let mut req = ffi::RSMPI_REQUEST_NULL;
+                    let buf = ptr::null_mut();
+                    if send {
+                        ffi::MPI_Isend(buf, 1, ty, peer as c_int, tag, comm.0, &mut req);
+                    } else {
+                        ffi::MPI_Irecv(buf, 1, ty, peer as c_int, tag, comm.0, &mut req);
+                    }
+                    self.requests.push(req);
+                }
+            }
+            for &(ptr, len) in blocks.iter().filter(|b| b.1 >= LARGE) {
+                let mut off = 0;
+                while off < len {
+                    let n = (len - off).min(MAX_BLOCK);
+                    self.post_one(comm, send, peer, tag, ptr.wrapping_add(off), n as c_int);
+                    off += n;
+                }
             }
         }
-        self.requests.push(req);
+    }
+
+    /// One contiguous message of `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// As for [`Transfers::post`].
+    unsafe fn post_one(
+        &mut self,
+        comm: Comm,
+        send: bool,
+        peer: usize,
+        tag: i32,
+        buf: *mut u8,
+        len: c_int,
+    ) {
+        // SAFETY: the caller guarantees `buf` valid for `len` bytes until `wait`.
+        unsafe {
+            let mut req = ffi::RSMPI_REQUEST_NULL;
+            let (ty, peer) = (ffi::RSMPI_UINT8_T, peer as c_int);
+            if send {
+                ffi::MPI_Isend(buf.cast(), len, ty, peer, tag, comm.0, &mut req);
+            } else {
+                ffi::MPI_Irecv(buf.cast(), len, ty, peer, tag, comm.0, &mut req);
+            }
+            self.requests.push(req);
+        }
     }
 
     /// Completes every posted transfer and frees the datatypes.
@@ -264,4 +295,55 @@ impl Transfers {
             unsafe { ffi::MPI_Type_free(&mut ty) };
         }
     }
+}
+
+/// One-way latency (ns, mean over `rounds` round trips) of an 8-byte message between ranks 0
+/// and 1 of `comm` (`MPI_Send`/`MPI_Recv`); other ranks return 0 at once.
+pub(crate) fn pingpong_ns(comm: Comm, rounds: u32) -> f64 {
+    let me = rank(comm);
+    if me > 1 || size(comm) < 2 {
+        return 0.0;
+    }
+    let mut word = [0u64; 1];
+    let peer = (1 - me) as c_int;
+    let start = wtime();
+    for _ in 0..rounds {
+        // SAFETY: `word` is valid for 8 bytes throughout; blocking calls.
+        unsafe {
+            let buf = word.as_mut_ptr().cast();
+            let ignore = ffi::RSMPI_STATUS_IGNORE;
+            if me == 0 {
+                ffi::MPI_Send(buf, 8, ffi::RSMPI_UINT8_T, peer, 0x5b3, comm.0);
+                ffi::MPI_Recv(buf, 8, ffi::RSMPI_UINT8_T, peer, 0x5b3, comm.0, ignore);
+            } else {
+                ffi::MPI_Recv(buf, 8, ffi::RSMPI_UINT8_T, peer, 0x5b3, comm.0, ignore);
+                ffi::MPI_Send(buf, 8, ffi::RSMPI_UINT8_T, peer, 0x5b3, comm.0);
+            }
+        }
+    }
+    (wtime() - start) * 1e9 / (2.0 * f64::from(rounds.max(1)))
+}
+
+/// `MPI_Alltoallv` sending `per_peer` bytes from `send` to every other rank (none to itself),
+/// received into `recv`; both hold `per_peer * size` bytes.
+pub(crate) fn alltoallv_bytes(comm: Comm, send: &[u8], recv: &mut [u8], per_peer: usize) {
+    let (me, n) = (rank(comm), size(comm));
+    assert!(send.len() >= per_peer * n && recv.len() >= per_peer * n);
+    let counts: Vec<c_int> =
+        (0..n).map(|j| if j == me { 0 } else { per_peer as c_int }).collect();
+    let displs: Vec<c_int> = (0..n).map(|j| (j * per_peer) as c_int).collect();
+    // SAFETY: counts and displacements stay inside both buffers (asserted sizes).
+    unsafe {
+        ffi::MPI_Alltoallv(
+            send.as_ptr().cast(),
+            counts.as_ptr(),
+            displs.as_ptr(),
+            ffi::RSMPI_UINT8_T,
+            recv.as_mut_ptr().cast(),
+            counts.as_ptr(),
+            displs.as_ptr(),
+            ffi::RSMPI_UINT8_T,
+            comm.0,
+        )
+    };
 }
