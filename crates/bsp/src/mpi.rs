@@ -54,9 +54,9 @@ mod sync;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-pub(crate) use process::MpiProcess;
 /// The rsmpi crate this backend is built on (for [`hook`]'s communicators).
 pub use ::mpi as rsmpi;
+pub(crate) use process::MpiProcess;
 
 use crate::{Args, Ctx, Error, ExecConfig, Pid};
 use raw::Comm;
@@ -91,7 +91,12 @@ fn world() -> Comm {
 }
 
 /// `exec` on this backend (module docs, "Use").
-pub(crate) fn run_exec<F>(config: &ExecConfig, p: Pid, spmd: &F, args: Args<'_>) -> Result<(), Error>
+pub(crate) fn run_exec<F>(
+    config: &ExecConfig,
+    p: Pid,
+    spmd: &F,
+    args: Args<'_>,
+) -> Result<(), Error>
 where
     F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
 {

@@ -192,7 +192,10 @@ fn large_and_small_messages_mixed_arrive_whole() {
                         let start = 2 * BIG + w * (BIG / 2);
                         off >= start
                             && off < start + BIG
-                            && part.iter().enumerate().all(|(i, &b)| b == pattern(w, off - start + i))
+                            && part
+                                .iter()
+                                .enumerate()
+                                .all(|(i, &b)| b == pattern(w, off - start + i))
                     });
                     assert!(writer.is_some(), "block {blk} is not one writer's bytes");
                 }

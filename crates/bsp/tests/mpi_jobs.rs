@@ -34,7 +34,8 @@ fn launch(name: &str, np: usize) -> Option<(Option<i32>, String, Duration)> {
         .env("SLUICE_MPI_JOB", "1")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     Some((out.status.code(), text, start.elapsed()))
 }
 

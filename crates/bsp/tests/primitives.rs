@@ -681,3 +681,29 @@ fn local_slot_as_remote_destination_is_fatal() {
     });
     assert!(matches!(result, Err(Error::BadSlot { .. })));
 }
+
+#[test]
+fn remote_get_bounds_error_fails_the_requester_at_the_sync() {
+    if !fits(2) {
+        return;
+    }
+    for config in backends() {
+        let result = run(&config, 2, |ctx, s, _| {
+            reserve(ctx, 2, 2);
+            let src = ctx.alloc_global(if s == 1 { 4 } else { 16 }).unwrap();
+            let dst = ctx.alloc_local(16).unwrap();
+            ctx.sync().unwrap();
+            if s == 0 {
+                ctx.get(1, src, 0, dst, 0, 16).unwrap(); // 16 bytes of pid 1's 4
+            }
+            let r = ctx.sync();
+            if s == 0 {
+                assert!(matches!(r, Err(Error::OutOfBounds { pid: 1, .. })), "{r:?}");
+            } else {
+                let _ = r;
+                assert!(ctx.sync().is_err(), "the peer's next sync fails");
+            }
+        });
+        assert!(matches!(result, Err(Error::OutOfBounds { pid: 1, .. })), "{result:?}");
+    }
+}

@@ -51,23 +51,21 @@ impl MpiBenchReport {
             let l = format!("{:.2} ±{:.2}", l.mean / 1e3, l.ci95 / 1e3);
             let _ = writeln!(s, "{w:<14}{g:>22}{l:>22}");
         }
-        let _ = writeln!(
-            s,
-            "MPI ping-pong (8 B), one way      {:>10.1} ns",
-            self.pingpong_one_way_ns
-        );
+        let _ =
+            writeln!(s, "MPI ping-pong (8 B), one way      {:>10.1} ns", self.pingpong_one_way_ns);
         let _ = writeln!(
             s,
             "empty sync l                      {:>10.1} ns ±{:.1}   (best batch {:.1} ns)",
             self.empty_sync_ns.mean, self.empty_sync_ns.ci95, self.empty_sync_best_ns
         );
+        let _ =
+            writeln!(s, "all-to-all, per 8-byte message    {:>10.2} ns", self.alltoall_ns_per_msg);
+        let mib = self.config.memcpy_bytes as f64 / (1 << 20) as f64;
         let _ = writeln!(
             s,
-            "all-to-all, per 8-byte message    {:>10.2} ns",
-            self.alltoall_ns_per_msg
+            "{mib:.0} MiB put per process            {:>10.3} ms",
+            self.big_put_s * 1e3
         );
-        let mib = self.config.memcpy_bytes as f64 / (1 << 20) as f64;
-        let _ = writeln!(s, "{mib:.0} MiB put per process            {:>10.3} ms", self.big_put_s * 1e3);
         let big = self.words.last().map_or(0, |w| w.0);
         let _ = writeln!(
             s,
@@ -116,7 +114,8 @@ pub fn run(config: &BenchConfig) -> Result<MpiBenchReport, Error> {
     if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
-    let Some((empty, alltoall, words, big_put)) = got.into_inner().unwrap_or_else(|e| e.into_inner())
+    let Some((empty, alltoall, words, big_put)) =
+        got.into_inner().unwrap_or_else(|e| e.into_inner())
     else {
         return Err(Error::PeerFailed);
     };

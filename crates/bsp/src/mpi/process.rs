@@ -102,7 +102,13 @@ impl MpiProcess {
     }
 
     /// Checks shared by put and get; returns the capacity units the request uses.
-    fn admit(&mut self, peer: Pid, remote: MemSlot, off: usize, len: usize) -> Result<usize, Error> {
+    fn admit(
+        &mut self,
+        peer: Pid,
+        remote: MemSlot,
+        off: usize,
+        len: usize,
+    ) -> Result<usize, Error> {
         self.check_live()?;
         if peer as usize >= self.p {
             return Err(self.fatal(Error::BadPid { pid: peer, p: self.p as Pid }));
@@ -116,7 +122,13 @@ impl MpiProcess {
             return Err(self.fatal(Error::BadSlot { pid: peer, slot: remote.as_raw(), why }));
         }
         if off.checked_add(len).is_none() {
-            let e = Error::OutOfBounds { pid: peer, slot: remote.as_raw(), offset: off, len, slot_len: 0 };
+            let e = Error::OutOfBounds {
+                pid: peer,
+                slot: remote.as_raw(),
+                offset: off,
+                len,
+                slot_len: 0,
+            };
             return Err(self.fatal(e));
         }
         Ok(units)

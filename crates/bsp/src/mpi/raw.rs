@@ -329,8 +329,7 @@ pub(crate) fn pingpong_ns(comm: Comm, rounds: u32) -> f64 {
 pub(crate) fn alltoallv_bytes(comm: Comm, send: &[u8], recv: &mut [u8], per_peer: usize) {
     let (me, n) = (rank(comm), size(comm));
     assert!(send.len() >= per_peer * n && recv.len() >= per_peer * n);
-    let counts: Vec<c_int> =
-        (0..n).map(|j| if j == me { 0 } else { per_peer as c_int }).collect();
+    let counts: Vec<c_int> = (0..n).map(|j| if j == me { 0 } else { per_peer as c_int }).collect();
     let displs: Vec<c_int> = (0..n).map(|j| (j * per_peer) as c_int).collect();
     // SAFETY: counts and displacements stay inside both buffers (asserted sizes).
     unsafe {

@@ -243,11 +243,11 @@ impl MpiProcess {
                 unsafe { std::ptr::copy(staging.as_mut_ptr().add(s.at), s.dst, s.len) };
             }
         }
-        for j in 0..p {
-            let [bad, k, slot_len] = trailer_in[j];
+        for (j, &[bad, k, slot_len]) in trailer_in.iter().enumerate() {
             if bad != 0 {
                 let r = self.gets[j][k as usize];
-                let (slot, offset, len) = (r.src_slot as usize, r.src_offset as usize, r.len as usize);
+                let (slot, offset, len) =
+                    (r.src_slot as usize, r.src_offset as usize, r.len as usize);
                 let pid = j as Pid;
                 first_err.get_or_insert(if slot_len == u64::MAX {
                     Error::BadSlot { pid, slot, why: "never registered or deregistered" }
