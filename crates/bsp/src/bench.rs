@@ -368,10 +368,14 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, Error> {
 
 /// The MPI backend's bench (`sluice bsp bench --backend mpi`), run collectively by every rank
 /// of an `mpirun` job (`config.p` is ignored: all ranks take part). Returns, on rank 0 only, the
-/// printable table and the report as JSON; `Ok(None)` on the other ranks.
+/// printable table and the report as JSON, after merging g and ℓ into the MPI backend's probe
+/// table when `save` (`CostTable::default_path_mpi`); `Ok(None)` on the other ranks.
 ///
 /// Errors: [`Error::NoMpi`] when sluice-bsp was built without its `mpi` feature.
-pub fn run_mpi(config: &BenchConfig) -> Result<Option<(String, serde_json::Value)>, Error> {
+pub fn run_mpi(
+    config: &BenchConfig,
+    save: bool,
+) -> Result<Option<(String, serde_json::Value)>, Error> {
     #[cfg(feature = "mpi")]
     {
         let report = crate::mpi::bench::run(config)?;
@@ -379,11 +383,16 @@ pub fn run_mpi(config: &BenchConfig) -> Result<Option<(String, serde_json::Value
             return Ok(None);
         }
         let json = serde_json::to_value(&report).unwrap_or_default();
-        Ok(Some((report.table(), json)))
+        let mut table = report.table();
+        if save {
+            let path = crate::mpi::bench::save_cost_table(&report)?;
+            table.push_str(&format!("probe table: {}\n", path.display()));
+        }
+        Ok(Some((table, json)))
     }
     #[cfg(not(feature = "mpi"))]
     {
-        let _ = config;
+        let _ = (config, save);
         Err(Error::NoMpi)
     }
 }

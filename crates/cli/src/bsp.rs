@@ -33,8 +33,8 @@ enum BspCommand {
         /// Do not merge the measured g and ℓ into the stored probe table.
         #[arg(long)]
         no_save: bool,
-        /// The backend to measure: `threads`, or `mpi` (run under `mpirun -np P`; every rank
-        /// runs the command, rank 0 prints; `--p` is ignored and nothing is stored for probe).
+        /// The backend to measure: `threads`, or `mpi` (run under `mpirun -np P`: every rank
+        /// runs the command, rank 0 prints and stores the MPI probe table; `--p` is ignored).
         #[arg(long, value_enum, default_value_t = Backend::Threads)]
         backend: Backend,
     },
@@ -56,9 +56,9 @@ enum Backend {
 
 pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        BspCommand::Bench { quick, json, backend: Backend::Mpi, .. } => {
+        BspCommand::Bench { quick, json, no_save, backend: Backend::Mpi, .. } => {
             let config = if quick { BenchConfig::quick(2) } else { BenchConfig::full(2) };
-            let report = bench::run_mpi(&config).context("bench --backend mpi")?;
+            let report = bench::run_mpi(&config, !no_save).context("bench --backend mpi")?;
             if let Some((table, value)) = report {
                 println!("{table}");
                 if let Some(json) = json {

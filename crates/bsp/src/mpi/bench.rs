@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::raw;
 use crate::bench::{BenchConfig, Estimate, alltoall_ns, big_put_s, empty_sync, word_costs};
+use crate::probe::{CostPoint, CostTable};
 use crate::{Args, Error, ExecConfig, Pid, exec_with};
 
 /// What one MPI bench run measured (complete on rank 0).
@@ -35,6 +36,19 @@ pub struct MpiBenchReport {
 }
 
 impl MpiBenchReport {
+    /// The points `probe` interpolates on the MPI backend (g in s/byte, ℓ in s) for this p.
+    pub fn cost_points(&self) -> Vec<CostPoint> {
+        self.words
+            .iter()
+            .map(|(w, g, l)| CostPoint {
+                p: self.p,
+                word_bytes: *w as u64,
+                g_s_per_byte: (g.mean * 1e-9).max(1e-13),
+                l_s: (l.mean * 1e-9).max(1e-9),
+            })
+            .collect()
+    }
+
     /// g of the largest word size over the plain `MPI_Alltoallv`'s (target ≤ 1.2).
     pub fn g_over_alltoallv(&self) -> f64 {
         self.words.last().map_or(f64::NAN, |w| w.1.mean) / self.alltoallv_g_ns_per_byte.mean
@@ -162,4 +176,20 @@ fn alltoallv_g(world: raw::Comm, config: &BenchConfig, w: usize) -> Estimate {
         gs.push(((tmax - t2p) / ((n_max - h_2p).max(1) * w) as f64).max(0.0));
     }
     Estimate::of(&gs)
+}
+
+/// Merges `report`'s points into the MPI backend's probe table (replacing points of its p) and
+/// saves it; returns where.
+pub fn save_cost_table(report: &MpiBenchReport) -> Result<std::path::PathBuf, Error> {
+    let path = CostTable::default_path_mpi().ok_or_else(|| Error::Table {
+        path: "bsp-probe-mpi.json".into(),
+        message: "no cache directory (set HOME or XDG_CACHE_HOME)".to_string(),
+    })?;
+    let old = CostTable::load(&path).ok();
+    let mut points: Vec<CostPoint> =
+        old.map(|t| t.points.into_iter().filter(|c| c.p != report.p).collect()).unwrap_or_default();
+    points.extend(report.cost_points());
+    points.sort_by_key(|c| (c.p, c.word_bytes));
+    CostTable { version: 1, source: "bench --backend mpi".to_string(), points }.save(&path)?;
+    Ok(path)
 }
