@@ -20,9 +20,9 @@
 //! # Transport, and why
 //! Message-based, like LPF's `mpimsg` (sync.rs tells the three steps): an empty sync is one
 //! `MPI_Alltoall` of 32 bytes per pair, and a sync with traffic adds one descriptor message and
-//! one payload message per pair with traffic, the payload described by an `hindexed` datatype
-//! over the registered memory itself (no copy at either end for non-overlapping
-//! destinations). One-sided RMA (LPF's `mpirma`) would need every slot registered as (part of)
+//! one packed payload message per pair with traffic, plus one message per large block
+//! (≥ 64 KiB) sent from and received into the registered memory itself (no intermediate copy
+//! for large puts and gets; small ones are packed, which costs less than a datatype). One-sided RMA (LPF's `mpirma`) would need every slot registered as (part of)
 //! an MPI window, collectively at registration, and a fence or lock epoch per sync; on
 //! OpenMPI's shared-memory transport its `MPI_Win_fence` costs more than an all-to-all of
 //! headers, and arbitrary-order CRCW would need the same overlap analysis at the target that

@@ -7,13 +7,14 @@
 //!    (an existing MPI job, `hook`) keeps ownership of `MPI_Finalize`.
 //! 2. Every call uses MPI's default error handler (`MPI_ERRORS_ARE_FATAL`): a failure inside
 //!    MPI aborts the job, and `mpirun` reports it; nothing here returns an MPI error code.
-//! 3. [`Transfers`] posts sends and receives of block lists (one MPI message per list, the
-//!    blocks described by an `hindexed` datatype over absolute addresses, so the registered
-//!    memory itself is the send or receive buffer) and completes them in `wait`.
+//! 3. [`Transfers`] posts sends and receives of block lists: the blocks under 64 KiB packed
+//!    into one MPI message (a copy at each end), each larger block as a contiguous message of
+//!    its own with the registered memory itself as the send or receive buffer; `wait`
+//!    completes them and unpacks.
 //!
 //! # Threads and costs
-//! One thread of an OS process uses MPI at a time (the BSP context's thread). A list of one
-//! block is sent as plain bytes; longer lists cost one datatype construction per message.
+//! One thread of an OS process uses MPI at a time (the BSP context's thread). Small blocks
+//! cost a copy at each end (and one MPI message per pair for all of them); large blocks none.
 
 use std::os::raw::c_int;
 use std::ptr;
@@ -184,16 +185,18 @@ pub(crate) fn wtime() -> f64 {
 #[derive(Debug, Default)]
 pub(crate) struct Transfers {
     requests: Vec<ffi::MPI_Request>,
-    types: Vec<ffi::MPI_Datatype>,
-    lens: Vec<c_int>,
-    addrs: Vec<ffi::MPI_Aint>,
+    /// Packed small blocks, one buffer per message (kept until `wait`).
+    packs: Vec<Vec<u8>>,
+    /// Received small blocks to copy out in `wait`: (destination, pack, offset, length).
+    unpack: Vec<(*mut u8, usize, usize, usize)>,
 }
 
 impl Transfers {
     /// Posts the transfer of `blocks` (address, length) to (`send`) or from `peer`: the blocks
-    /// shorter than [`LARGE`] travel as one message described by an `hindexed` datatype, then
-    /// each large block as its own contiguous message (which OpenMPI's shared-memory transport
-    /// moves with one copy, where a datatype would be packed and unpacked).
+    /// shorter than [`LARGE`] travel packed into one contiguous message (copied at both ends:
+    /// cheaper than a datatype per tiny block), then each large block as its own contiguous
+    /// message straight from and into the registered memory (OpenMPI's shared-memory
+    /// transport moves those with one copy).
     ///
     /// # Safety
     /// Every block must stay valid (readable for a send, writable for a receive) and untouched
@@ -207,46 +210,35 @@ impl Transfers {
         tag: i32,
         blocks: &[(*mut u8, usize)],
     ) {
-        self.lens.clear();
-        self.addrs.clear();
-        for &(ptr, len) in blocks.iter().filter(|b| b.1 > 0 && b.1 < LARGE) {
-            self.lens.push(len as c_int);
-            self.addrs.push(ptr as ffi::MPI_Aint);
-        }
-        // SAFETY: the caller's guarantees cover every block passed on.
-        unsafe {
-            match self.lens.len() {
-                0 => {}
-                1 => self.post_one(comm, send, peer, tag, self.addrs[0] as *mut u8, self.lens[0]),
-                n => {
-                    let mut ty = ffi::RSMPI_UINT8_T;
-                    ffi::MPI_Type_create_hindexed(
-                        n as c_int,
-                        self.lens.as_ptr(),
-                        self.addrs.as_ptr(),
-                        ffi::RSMPI_UINT8_T,
-                        &mut ty,
-                    );
-                    ffi::MPI_Type_commit(&mut ty);
-                    self.types.push(ty);
-                    // MPI_BOTTOM (address 0 in OpenMPI and MPICH): absolute displacements.
-                    let mut req = ffi::RSMPI_REQUEST_NULL;
-                    let buf = ptr::null_mut();
-                    if send {
-                        ffi::MPI_Isend(buf, 1, ty, peer as c_int, tag, comm.0, &mut req);
-                    } else {
-                        ffi::MPI_Irecv(buf, 1, ty, peer as c_int, tag, comm.0, &mut req);
-                    }
-                    self.requests.push(req);
+        let small = |b: &&(*mut u8, usize)| b.1 > 0 && b.1 < LARGE;
+        let total: usize = blocks.iter().filter(small).map(|b| b.1).sum();
+        if total > 0 {
+            let mut pack = vec![0u8; total];
+            let index = self.packs.len();
+            let mut at = 0;
+            for &(ptr, len) in blocks.iter().filter(small) {
+                if send {
+                    // SAFETY: the caller guarantees `ptr` readable for `len` bytes; `pack` has
+                    // room from `at` (the lengths sum to `total`); no overlap (fresh buffer).
+                    unsafe { ptr::copy_nonoverlapping(ptr, pack.as_mut_ptr().add(at), len) };
+                } else {
+                    self.unpack.push((ptr, index, at, len));
                 }
+                at += len;
             }
-            for &(ptr, len) in blocks.iter().filter(|b| b.1 >= LARGE) {
-                let mut off = 0;
-                while off < len {
-                    let n = (len - off).min(MAX_BLOCK);
-                    self.post_one(comm, send, peer, tag, ptr.wrapping_add(off), n as c_int);
-                    off += n;
-                }
+            let buf = pack.as_mut_ptr();
+            self.packs.push(pack);
+            // SAFETY: the pack lives in `self.packs` (its heap buffer does not move) until
+            // `wait`.
+            unsafe { self.post_one(comm, send, peer, tag, buf, total as c_int) };
+        }
+        for &(ptr, len) in blocks.iter().filter(|b| b.1 >= LARGE) {
+            let mut off = 0;
+            while off < len {
+                let n = (len - off).min(MAX_BLOCK);
+                // SAFETY: the caller's guarantees for this block.
+                unsafe { self.post_one(comm, send, peer, tag, ptr.wrapping_add(off), n as c_int) };
+                off += n;
             }
         }
     }
@@ -277,7 +269,7 @@ impl Transfers {
         }
     }
 
-    /// Completes every posted transfer and frees the datatypes.
+    /// Completes every posted transfer and copies the received small blocks out.
     pub(crate) fn wait(&mut self) {
         if !self.requests.is_empty() {
             // SAFETY: the requests were posted by `post` and are completed exactly once here.
@@ -290,12 +282,16 @@ impl Transfers {
             };
             self.requests.clear();
         }
-        for mut ty in self.types.drain(..) {
-            // SAFETY: committed by `post`; the transfers using it are complete.
-            unsafe { ffi::MPI_Type_free(&mut ty) };
+        for &(dst, pack, at, len) in &self.unpack {
+            // SAFETY: `dst` is writable for `len` bytes and disjoint from every other receive
+            // block (the caller's guarantee to `post`); the pack holds the received bytes.
+            unsafe { ptr::copy_nonoverlapping(self.packs[pack].as_ptr().add(at), dst, len) };
         }
+        self.unpack.clear();
+        self.packs.clear();
     }
 }
+
 
 /// One-way latency (ns, mean over `rounds` round trips) of an 8-byte message between ranks 0
 /// and 1 of `comm` (`MPI_Send`/`MPI_Recv`); other ranks return 0 at once.

@@ -6,12 +6,13 @@
 //!    sync (they all see the same statuses); no traffic anywhere ends an empty sync here.
 //! 2. **Descriptors**: each origin sends the (slot, offset, length) of its puts and gets to
 //!    the pair's other end, point to point, only between pairs with requests.
-//! 3. **Payloads**: one message per direction of each pair: the puts' bytes, then the served
-//!    gets' bytes, then (when the receiver asked for gets) a 3-word trailer reporting a bad
-//!    get. Both ends list the blocks in that order; the registered memory is the send and
-//!    receive buffer (an `hindexed` datatype), except destinations that overlap another
-//!    incoming message, which land in a staging buffer and are copied afterwards in (origin,
-//!    issue) order: concurrent writes resolve as a serial order of whole messages.
+//! 3. **Payloads**, per direction of each pair: the puts' bytes, then the served gets' bytes,
+//!    then (when the receiver asked for gets) a 3-word trailer reporting a bad get. Both ends
+//!    list the blocks in that order; small blocks travel packed in one message, large ones
+//!    (≥ 64 KiB) as messages of their own straight from and into registered memory (raw.rs).
+//!    Destinations that overlap another incoming message land in a staging buffer and are
+//!    copied afterwards in (origin, issue) order: concurrent writes resolve as a serial order
+//!    of whole messages.
 //!
 //! A bad remote slot or bound is found at the end that resolves it (put: the target; get:
 //! the server, which sends zeros and reports it in the trailer so the requester fails this
