@@ -284,7 +284,9 @@ fn stage(recvs: &mut [Vec<(*mut u8, usize)>]) -> (Vec<u8>, Vec<Staged>) {
     }
     let mut redirect: Vec<Vec<bool>> = recvs.iter().map(|b| vec![false; b.len()]).collect();
     let mut any = false;
-    if spans.len() > 1 {
+    // Destinations in increasing address order without overlap (the usual case) need no sort.
+    let disjoint = spans.windows(2).all(|w| w[0].1 <= w[1].0);
+    if spans.len() > 1 && !disjoint {
         spans.sort_unstable();
         // A span overlaps an earlier one iff it starts before the furthest earlier end; the
         // span reaching that end overlaps it too. Every overlapping span is marked this way.
