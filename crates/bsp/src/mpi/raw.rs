@@ -292,7 +292,6 @@ impl Transfers {
     }
 }
 
-
 /// One-way latency (ns, mean over `rounds` round trips) of an 8-byte message between ranks 0
 /// and 1 of `comm` (`MPI_Send`/`MPI_Recv`); other ranks return 0 at once.
 pub(crate) fn pingpong_ns(comm: Comm, rounds: u32) -> f64 {
