@@ -1,9 +1,9 @@
 //! The interface every backend implements: LPF's primitives on the context of one process.
 //!
 //! A backend (threads; MPI with the cargo feature `mpi`) supplies one type per process
-//! context that implements
-//! [`Backend`]. The public [`Ctx`] holds one of them and forwards each call with one `match`
-//! over the backends compiled in (no virtual call per `put`), so an SPMD function written
+//! context that implements [`Backend`]. The public [`Ctx`] holds one of them and forwards each
+//! call with one `match` over the backends compiled in (no virtual call per `put`), so an SPMD
+//! function written
 //! against [`Ctx`] runs unchanged on every backend; the backend is chosen when the section
 //! starts ([`exec_with`](crate::exec_with), [`hook`](crate::hook)).
 //!
