@@ -366,6 +366,37 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, Error> {
     })
 }
 
+/// The MPI backend's bench (`sluice bsp bench --backend mpi`), run collectively by every rank
+/// of an `mpirun` job (`config.p` is ignored: all ranks take part). Returns, on rank 0 only, the
+/// printable table and the report as JSON, after merging g and ℓ into the MPI backend's probe
+/// table when `save` (`CostTable::default_path_mpi`); `Ok(None)` on the other ranks.
+///
+/// Errors: [`Error::NoMpi`] when sluice-bsp was built without its `mpi` feature.
+pub fn run_mpi(
+    config: &BenchConfig,
+    save: bool,
+) -> Result<Option<(String, serde_json::Value)>, Error> {
+    #[cfg(feature = "mpi")]
+    {
+        let report = crate::mpi::bench::run(config)?;
+        if crate::mpi::world_rank_size().0 != 0 {
+            return Ok(None);
+        }
+        let json = serde_json::to_value(&report).unwrap_or_default();
+        let mut table = report.table();
+        if save {
+            let path = crate::mpi::bench::save_cost_table(&report)?;
+            table.push_str(&format!("probe table: {}\n", path.display()));
+        }
+        Ok(Some((table, json)))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = (config, save);
+        Err(Error::NoMpi)
+    }
+}
+
 /// (seconds, ns per byte) for `p` threads each copying `bytes` at once (best of 3).
 fn memcpy_speed(p: usize, bytes: usize) -> (f64, f64) {
     let mut bufs: Vec<(Vec<u8>, Vec<u8>)> =
@@ -437,7 +468,7 @@ fn pingpong_ns(rounds: u64) -> (f64, f64) {
 
 /// Samples (ns per sync) of `reps` batches of `empty_syncs` empty syncs (timed on every
 /// process; the caller keeps pid 0's).
-fn empty_sync(ctx: &mut Ctx, config: &BenchConfig) -> Result<Vec<f64>, Error> {
+pub(crate) fn empty_sync(ctx: &mut Ctx, config: &BenchConfig) -> Result<Vec<f64>, Error> {
     ctx.sync()?;
     let mut samples = Vec::with_capacity(config.reps);
     let batches = config.reps.max(10);
@@ -503,7 +534,7 @@ fn queue_exchange(
 }
 
 /// (wall ns, CPU ns of this thread) per message of an all-to-all of `msgs` 8-byte messages.
-fn alltoall_ns(ctx: &mut Ctx, msgs: usize) -> Result<(f64, f64), Error> {
+pub(crate) fn alltoall_ns(ctx: &mut Ctx, msgs: usize) -> Result<(f64, f64), Error> {
     let peers = (ctx.nprocs() as usize - 1).max(1);
     let h = msgs / peers * peers;
     let (src, dst) = setup(ctx, h * 8, h)?;
@@ -525,7 +556,7 @@ fn alltoall_ns(ctx: &mut Ctx, msgs: usize) -> Result<(f64, f64), Error> {
 }
 
 /// Paper estimator for one word size: g (ns/byte) and ℓ (ns), `reps` times.
-fn word_costs(
+pub(crate) fn word_costs(
     ctx: &mut Ctx,
     config: &BenchConfig,
     w: usize,
@@ -568,7 +599,7 @@ fn word_costs(
 }
 
 /// Seconds of one superstep in which every process puts `bytes` to its right neighbour.
-fn big_put_s(ctx: &mut Ctx, bytes: usize) -> Result<f64, Error> {
+pub(crate) fn big_put_s(ctx: &mut Ctx, bytes: usize) -> Result<f64, Error> {
     let (s, p) = (ctx.pid(), ctx.nprocs());
     let (src, dst) = setup(ctx, bytes, 1)?;
     let mut best = f64::INFINITY;

@@ -20,6 +20,8 @@ use crate::{Args, Error, ExecConfig, Machine, MemSlot, Pid};
 #[derive(Debug)]
 enum Engine {
     Threads(Process),
+    #[cfg(feature = "mpi")]
+    Mpi(crate::mpi::MpiProcess),
 }
 
 /// Forwards a call to the backend of `$engine` (rule 2): `on!(&mut self.engine, b => b.sync())`.
@@ -27,6 +29,8 @@ macro_rules! on {
     ($engine:expr, $b:ident => $call:expr) => {
         match $engine {
             Engine::Threads($b) => $call,
+            #[cfg(feature = "mpi")]
+            Engine::Mpi($b) => $call,
         }
     };
 }
@@ -55,8 +59,26 @@ impl Ctx {
     /// The threads backend's context back, once the SPMD function returned. Only the threads
     /// backend creates contexts of its kind, and only it calls this.
     pub(crate) fn into_threads(self) -> Process {
-        let Engine::Threads(process) = self.engine;
-        process
+        match self.engine {
+            Engine::Threads(process) => process,
+            #[cfg(feature = "mpi")]
+            Engine::Mpi(_) => unreachable!("only the threads backend makes threads contexts"),
+        }
+    }
+
+    /// A context of the MPI backend.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn from_mpi(process: crate::mpi::MpiProcess) -> Ctx {
+        Ctx { engine: Engine::Mpi(process) }
+    }
+
+    /// The MPI backend's context back, once the SPMD function returned (only it calls this).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn into_mpi(self) -> crate::mpi::MpiProcess {
+        match self.engine {
+            Engine::Mpi(process) => process,
+            Engine::Threads(_) => unreachable!("only the MPI backend makes MPI contexts"),
+        }
     }
 
     /// This process's id `s`, in `0..nprocs()`.
@@ -267,10 +289,14 @@ where
 }
 
 /// [`exec`] with explicit options (processor count of the root, `Checked` backend). The backend
-/// is chosen here: the threads backend is the only one so far.
+/// is chosen here: MPI when compiled in and [`mpi::selected`](crate::mpi::selected), else threads.
 pub fn exec_with<F>(config: &ExecConfig, p: Pid, spmd: F, args: Args<'_>) -> Result<(), Error>
 where
     F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
 {
+    #[cfg(feature = "mpi")]
+    if crate::mpi::selected() {
+        return crate::mpi::run_exec(config, p, &spmd, args);
+    }
     threads::run_exec(config.root_p(), config.checked, p, &spmd, args)
 }

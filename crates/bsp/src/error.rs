@@ -113,6 +113,10 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// The MPI backend was asked for, but this build has none (cargo feature `mpi` of
+    /// sluice-bsp).
+    #[error("this build has no MPI backend (build sluice-bsp with its feature `mpi`)")]
+    NoMpi,
     /// An illegal pattern caught by the `Checked` backend (fatal).
     #[error("checked backend, process {pid}: {what}")]
     Checked {

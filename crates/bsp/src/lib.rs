@@ -93,6 +93,11 @@
 //!     tells it.
 //!   - `threads/checked`: the `Checked` backend's checks, run inside the sync.
 //!   - `threads/wait`: spin-then-park waits and the dissemination barrier.
+//! - [`mpi`]* (cargo feature `mpi`): the MPI backend, one BSP process per MPI rank; its
+//!   [`hook`](mpi::hook) runs a section on the ranks of any communicator; the backend is chosen
+//!   at `exec` time ([`mpi::selected`]: `SLUICE_BSP_ENGINE=mpi|threads`, else MPI under
+//!   `mpirun`). Its children: `mpi/raw`* (the only MPI calls), `mpi/process`, `mpi/sync`,
+//!   `mpi/codec`, [`mpi::bench`]. Tests: `scripts/mpi-test`.
 //! - `memreg`*: one process's memory register: slot ids ([`MemSlot`]), regions, capacity.
 //! - `error`: [`Error`] and [`ErrorKind`], LPF's two failure kinds.
 //! - `sys`*: raw system calls (the thread CPU clock for `bench`).
@@ -116,6 +121,8 @@ mod threads;
 
 pub mod bench;
 pub mod collectives;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod probe;
 
 pub use ctx::{Ctx, exec, exec_with};

@@ -118,11 +118,18 @@ pub struct CostTable {
 
 static TABLE: OnceLock<CostTable> = OnceLock::new();
 
-/// Rule 2: the process-wide table.
+/// Rule 2: the process-wide table (on the MPI backend, from [`CostTable::default_path_mpi`]).
 pub fn cost_table() -> &'static CostTable {
     TABLE.get_or_init(|| {
-        CostTable::default_path()
-            .and_then(|p| CostTable::load(&p).ok())
+        #[cfg(feature = "mpi")]
+        let path = if crate::mpi::selected() {
+            CostTable::default_path_mpi()
+        } else {
+            CostTable::default_path()
+        };
+        #[cfg(not(feature = "mpi"))]
+        let path = CostTable::default_path();
+        path.and_then(|p| CostTable::load(&p).ok())
             .filter(|t| !t.points.is_empty())
             .unwrap_or_else(measure_online)
     })
@@ -136,6 +143,12 @@ impl CostTable {
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
         Some(base.join("sluice").join("bsp-probe.json"))
+    }
+
+    /// The MPI backend's table, written by `sluice bsp bench --backend mpi`: `bsp-probe-mpi.json`
+    /// beside [`CostTable::default_path`].
+    pub fn default_path_mpi() -> Option<PathBuf> {
+        Some(Self::default_path()?.with_file_name("bsp-probe-mpi.json"))
     }
 
     /// Reads a table written by [`CostTable::save`].
@@ -243,11 +256,14 @@ fn measure_online() -> CostTable {
 /// (ℓ, g for 8-byte messages, g for 64 KiB messages) on `p` processes, from a few supersteps.
 fn quick_measure(p: Pid) -> Result<(f64, f64, f64), Error> {
     let out = std::sync::Mutex::new((0.0, 0.0, 0.0));
-    let config = ExecConfig { max_p: Some(p), checked: false };
-    crate::exec_with(
-        &config,
+    // Always on threads: an online measurement must not start a collective MPI section
+    // (probe may be called by one rank alone); under MPI the table comes from
+    // `sluice bsp bench --backend mpi` (`CostTable::default_path_mpi`).
+    crate::threads::run_exec(
         p,
-        |ctx, s, p, _| {
+        false,
+        p,
+        &|ctx: &mut crate::Ctx, s: Pid, p: Pid, _: Args<'_>| {
             let run = |ctx: &mut crate::Ctx| -> Result<(f64, f64, f64), Error> {
                 let small = 2048usize;
                 let big = 64usize << 10;

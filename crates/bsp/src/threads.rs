@@ -40,7 +40,7 @@
 //! - This file: the entry points (`exec`'s threads, `hook`, `Init`, `pthread_initialize`) and
 //!   the life of one process (start gate, exit rendezvous).
 
-mod checked;
+pub(crate) mod checked;
 mod group;
 mod process;
 mod queues;

@@ -3,9 +3,7 @@
 
 mod common;
 
-use std::sync::Mutex;
-
-use common::{reserve, run};
+use common::{fits, reserve, run};
 use sluice_bsp::{Error, ExecConfig};
 
 fn checked() -> ExecConfig {
@@ -19,7 +17,9 @@ fn is_checked(e: &Result<(), Error>) -> bool {
 #[test]
 fn checked_rejects_read_write_overlap_put_source_written_by_incoming_put() {
     // Process 0 puts from its slot X to 1, while 1 puts into the same bytes of 0's X.
-    let outcomes = Mutex::new(Vec::new());
+    if !fits(2) {
+        return;
+    }
     let result = run(&checked(), 2, |ctx, s, _| {
         reserve(ctx, 1, 4);
         let x = ctx.alloc_global(16).unwrap();
@@ -27,16 +27,19 @@ fn checked_rejects_read_write_overlap_put_source_written_by_incoming_put() {
         if s == 1 {
             ctx.put(x, 0, 0, x, 0, 8).unwrap(); // writes 0's x[0..8], which 0 reads
         }
-        let r = ctx.sync(); // (not inside the lock: the peer must be able to record too)
-        outcomes.lock().unwrap().push((s, r));
+        let r = ctx.sync();
+        if s == 0 {
+            assert!(is_checked(&r), "{r:?}");
+        }
     });
     assert!(matches!(result, Err(Error::Checked { pid: 0, .. })), "{result:?}");
-    let outcomes = outcomes.into_inner().unwrap();
-    assert!(outcomes.iter().any(|(s, r)| *s == 0 && is_checked(r)));
 }
 
 #[test]
 fn checked_rejects_read_write_overlap_get_source_written_by_put() {
+    if !fits(3) {
+        return;
+    }
     let result = run(&checked(), 3, |ctx, s, _| {
         reserve(ctx, 2, 6);
         let x = ctx.alloc_global(16).unwrap();
@@ -64,6 +67,9 @@ fn checked_rejects_self_overlapping_put() {
 
 #[test]
 fn checked_accepts_overlapping_writes_and_adjacent_read_write() {
+    if !fits(2) {
+        return;
+    }
     run(&checked(), 4, |ctx, s, _| {
         reserve(ctx, 2, 10);
         let x = ctx.alloc_global(16).unwrap();
@@ -80,6 +86,9 @@ fn checked_accepts_overlapping_writes_and_adjacent_read_write() {
 
 #[test]
 fn checked_rejects_mismatched_global_registration() {
+    if !fits(3) {
+        return;
+    }
     let result = run(&checked(), 3, |ctx, s, _| {
         reserve(ctx, 3, 2);
         let _a = ctx.alloc_global(8).unwrap();
@@ -93,6 +102,9 @@ fn checked_rejects_mismatched_global_registration() {
 
 #[test]
 fn checked_rejects_global_registrations_in_different_order() {
+    if !fits(2) {
+        return;
+    }
     let result = run(&checked(), 2, |ctx, s, _| {
         reserve(ctx, 3, 2);
         let a = ctx.alloc_global(8).unwrap();
@@ -127,6 +139,9 @@ fn checked_accepts_local_registrations_that_differ() {
 
 #[test]
 fn checked_rejects_target_end_queue_overflow() {
+    if !fits(3) {
+        return;
+    }
     let result = run(&checked(), 3, |ctx, s, _| {
         reserve(ctx, 2, 1);
         let y = ctx.alloc_local(8).unwrap();

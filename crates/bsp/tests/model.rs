@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sluice_bsp::{Ctx, MemSlot, Pid};
 
-use common::{backends, run};
+use common::{backends, reserve, run};
 
 const A_LEN: usize = 512;
 const B_LEN: usize = 768;
@@ -89,8 +89,9 @@ fn random_h_relations_match_a_sequential_model() {
     for config in backends() {
         for p in 1..=16usize {
             let seed = 0x5eed + p as u64;
-            run(&config, p as Pid, |ctx, s, _| {
-                let me = s as usize;
+            run(&config, p as Pid, |ctx, s, p| {
+                // p: the processes that run (fewer than asked under mpirun -np N < p).
+                let (me, p) = (s as usize, p as usize);
                 let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
                 let mut model_a: Vec<Vec<u8>> = (0..p).map(|j| fresh_a(0, j)).collect();
                 let mut model_b = vec![vec![0u8; B_LEN]; p];
@@ -123,8 +124,8 @@ fn all_to_all_of_small_messages_is_exact() {
     for config in backends() {
         let p = 16usize;
         let per_peer = 64usize;
-        run(&config, p as Pid, |ctx, s, _| {
-            let me = s as usize;
+        run(&config, p as Pid, |ctx, s, p| {
+            let (me, p) = (s as usize, p as usize);
             ctx.resize_memory_register(2).unwrap();
             ctx.resize_message_queue(2 * p * per_peer).unwrap();
             ctx.sync().unwrap();
@@ -144,6 +145,60 @@ fn all_to_all_of_small_messages_is_exact() {
                 let (from, k) = (j / per_peer, j % per_peer);
                 let want = (from * 1_000_000 + me * per_peer + k) as u64;
                 assert_eq!(u64::from_le_bytes(w.try_into().unwrap()), want);
+            }
+        })
+        .unwrap();
+    }
+}
+
+/// Large messages (which the MPI backend sends as messages of their own) mixed with small
+/// ones, gets among them, and large writes that overlap at process 0 (whole messages in some
+/// serial order): checked byte for byte against what each writer sent.
+#[test]
+fn large_and_small_messages_mixed_arrive_whole() {
+    const BIG: usize = 300 << 10;
+    for config in backends() {
+        run(&config, 3, |ctx, s, p| {
+            let (me, n) = (s as usize, p as usize);
+            reserve(ctx, 3, 16);
+            let src = ctx.alloc_global(BIG).unwrap();
+            let dst = ctx.alloc_global(4 * BIG).unwrap();
+            let got = ctx.alloc_local(BIG).unwrap();
+            for (i, b) in ctx.slot_mut(src).unwrap().iter_mut().enumerate() {
+                *b = (i * 31 + me * 7) as u8;
+            }
+            ctx.sync().unwrap();
+            let right = (me + 1) % n;
+            ctx.put(src, 0, right as Pid, dst, 0, BIG).unwrap(); // large
+            ctx.put(src, 5, right as Pid, dst, BIG, 100).unwrap(); // small
+            ctx.get(right as Pid, src, 1, got, 0, BIG - 1).unwrap(); // large get
+            // Overlapping large writes into process 0's [2 BIG, 3.5 BIG): each whole.
+            ctx.put(src, 0, 0, dst, 2 * BIG + me * (BIG / 2), BIG).unwrap();
+            ctx.sync().unwrap();
+            let left = (me + n - 1) % n;
+            let pattern = |from: usize, i: usize| (i * 31 + from * 7) as u8;
+            let d = ctx.slot(dst).unwrap();
+            assert!(d[..BIG].iter().enumerate().all(|(i, &b)| b == pattern(left, i)));
+            assert!(d[BIG..BIG + 100].iter().enumerate().all(|(i, &b)| b == pattern(left, i + 5)));
+            let g = ctx.slot(got).unwrap();
+            assert!(g[..BIG - 1].iter().enumerate().all(|(i, &b)| b == pattern(right, i + 1)));
+            if me == 0 {
+                // Each half-BIG block of the overlap region comes whole from one writer that
+                // covers it, and a later writer's message wins all of its overlap.
+                for blk in 0..n + 1 {
+                    let off = 2 * BIG + blk * (BIG / 2);
+                    let part = &d[off..off + BIG / 2];
+                    let writer = (0..n).rev().find(|&w| {
+                        let start = 2 * BIG + w * (BIG / 2);
+                        off >= start
+                            && off < start + BIG
+                            && part
+                                .iter()
+                                .enumerate()
+                                .all(|(i, &b)| b == pattern(w, off - start + i))
+                    });
+                    assert!(writer.is_some(), "block {blk} is not one writer's bytes");
+                }
             }
         })
         .unwrap();

@@ -4,9 +4,8 @@
 mod common;
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{backends, fill, reserve, run};
+use common::{available, backends, fill, fits, rank, reserve, run};
 use sluice_bsp::{Args, Error, ErrorKind, ExecConfig, Init, MemSlot, exec_with, hook};
 
 #[test]
@@ -130,7 +129,7 @@ fn assert_blocks_from_one_writer(
 fn write_conflicts_resolve_per_block_by_one_writer() {
     const BLOCK: usize = 64;
     for config in backends() {
-        for p in [2, 3, 4, 7] {
+        for p in [2, 3, 4, 7].into_iter().filter(|&p| fits(p)) {
             let n = 8 * BLOCK * p as usize;
             // pattern -> (offset, len) of process s's message, in bytes
             let patterns: [(&str, Range); 3] = [
@@ -155,6 +154,9 @@ fn write_conflicts_resolve_per_block_by_one_writer() {
                 })
                 .unwrap();
                 let got = result.into_inner().unwrap();
+                if rank() != 0 {
+                    continue; // under MPI, only rank 0 (process 0) holds the result
+                }
                 let covers = |w: usize, byte: usize| {
                     let (off, len) = range(w);
                     byte >= off && byte < off + len.min(n - off)
@@ -182,7 +184,7 @@ fn write_conflicts_resolve_per_block_by_one_writer() {
 fn overlapping_gets_resolve_per_block_by_one_writer() {
     const BLOCK: usize = 64;
     for config in backends() {
-        for p in [2usize, 3, 5] {
+        for p in [2usize, 3, 5].into_iter().filter(|&p| fits(p as u32)) {
             let n = 8 * BLOCK * p;
             let range = move |s: usize| (s * 4 * BLOCK, (8 * BLOCK).min(n - s * 4 * BLOCK));
             let result = Mutex::new(Vec::new());
@@ -216,6 +218,9 @@ fn overlapping_gets_resolve_per_block_by_one_writer() {
 
 #[test]
 fn capacities_take_effect_only_after_sync() {
+    if !fits(2) {
+        return; // one process would put to itself: two capacity units per put
+    }
     for config in backends() {
         run(&config, 2, |ctx, s, p| {
             // Nothing is reserved on entry.
@@ -266,10 +271,9 @@ fn queue_capacity_counts_both_ends_of_each_message() {
         .unwrap();
         // Three senders, capacity 2: the receiver counts 3 target ends -> the Checked backend
         // fails its sync, and the senders' next sync fails. (The fast path accepts it.)
-        if !config.checked {
+        if !config.checked || !fits(4) {
             continue;
         }
-        let outcomes = Mutex::new(vec![None; 4]);
         let result = run(&config, 4, |ctx, s, _| {
             reserve(ctx, 2, 2);
             let src = ctx.alloc_local(8).unwrap();
@@ -279,16 +283,16 @@ fn queue_capacity_counts_both_ends_of_each_message() {
             }
             let first = ctx.sync();
             let second = ctx.sync();
-            outcomes.lock().unwrap()[s as usize] = Some((first, second));
+            if s == 0 {
+                assert!(matches!(first, Err(Error::QueueOverflow { .. })), "{first:?}");
+            } else {
+                assert!(second.is_err(), "peer's next sync must fail");
+            }
         });
-        assert!(matches!(result, Err(Error::QueueOverflow { pid: 0, count: 3, capacity: 2 })));
-        let outcomes = outcomes.into_inner().unwrap();
-        let (first0, _) = outcomes[0].clone().unwrap();
-        assert!(matches!(first0, Err(Error::QueueOverflow { .. })));
-        for o in &outcomes[1..] {
-            let (_, second) = o.clone().unwrap();
-            assert!(second.is_err(), "peer's next sync must fail");
-        }
+        assert!(
+            matches!(result, Err(Error::QueueOverflow { pid: 0, count: 3, capacity: 2 })),
+            "{result:?}"
+        );
     }
 }
 
@@ -349,8 +353,7 @@ fn shrinking_always_succeeds() {
 #[test]
 fn fatal_error_makes_peer_syncs_fail_promptly() {
     for config in backends() {
-        for p in [2, 4, 16] {
-            let failed_peers = AtomicUsize::new(0);
+        for p in [2, 4, 16].into_iter().filter(|_| fits(2)) {
             let result = run(&config, p, |ctx, s, p| {
                 reserve(ctx, 2, 4);
                 let src = ctx.alloc_local(8).unwrap();
@@ -364,14 +367,11 @@ fn fatal_error_makes_peer_syncs_fail_promptly() {
                     assert!(matches!(ctx.sync(), Err(Error::Poisoned)));
                 } else {
                     ctx.put(src, 0, (s + 1) % p, dst, 0, 8).unwrap();
-                    if ctx.sync().is_err() {
-                        failed_peers.fetch_add(1, Ordering::SeqCst);
-                    }
+                    assert!(ctx.sync().is_err(), "a peer's next sync fails");
                     assert!(ctx.sync().is_err(), "every later sync fails");
                 }
             });
             assert!(matches!(result, Err(Error::OutOfBounds { pid: 1, .. })), "{result:?}");
-            assert_eq!(failed_peers.into_inner(), p as usize - 1);
         }
     }
 }
@@ -402,19 +402,16 @@ fn remote_bounds_error_is_fatal_at_the_sync() {
 #[test]
 fn early_return_makes_peer_syncs_fail_without_deadlock() {
     for config in backends() {
-        for p in [2, 3, 8, 16] {
-            let failed = AtomicUsize::new(0);
-            let result = run(&config, p, |ctx, s, _| {
+        for p in [2, 3, 8, 16].into_iter().filter(|_| fits(2)) {
+            let result = run(&config, p, |ctx, s, p| {
                 ctx.sync().unwrap();
                 if s == p - 1 {
                     return; // leaves after one sync
                 }
-                if matches!(ctx.sync(), Err(Error::PeerFailed)) {
-                    failed.fetch_add(1, Ordering::SeqCst);
-                }
+                let r = ctx.sync();
+                assert!(matches!(r, Err(Error::PeerFailed)), "{r:?}");
             });
             assert!(matches!(result, Err(Error::PeerFailed)), "{result:?}");
-            assert_eq!(failed.into_inner(), p as usize - 1);
         }
     }
 }
@@ -437,14 +434,18 @@ fn processes_that_agree_on_sync_count_succeed() {
 #[test]
 fn panic_in_one_process_is_fatal_not_deadlock() {
     for config in backends() {
+        // pid 2 of 4 (fewer under mpirun -np 1 or 2: the last one).
+        let culprit = 2.min(available() - 1);
         let result = run(&config, 4, |ctx, s, _| {
-            if s == 2 {
-                panic!("boom in 2");
+            if s == culprit {
+                panic!("boom in {s}");
             }
             assert!(ctx.sync().is_err());
         });
         match result {
-            Err(Error::Panicked { pid: 2, message }) => assert!(message.contains("boom")),
+            Err(Error::Panicked { pid, message }) if pid == culprit => {
+                assert!(message.contains("boom"))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -452,6 +453,8 @@ fn panic_in_one_process_is_fatal_not_deadlock() {
 
 #[test]
 fn exec_runs_min_of_p_and_free_p() {
+    // Threads: 3 processes; MPI: min(3, ranks), one per rank.
+    let n = 3.min(available());
     let seen = Mutex::new(Vec::new());
     exec_with(
         &ExecConfig::new(3, false),
@@ -465,11 +468,20 @@ fn exec_runs_min_of_p_and_free_p() {
     .unwrap();
     let mut seen = seen.into_inner().unwrap();
     seen.sort();
-    assert_eq!(seen, vec![(0, 3, 3, 1), (1, 3, 3, 1), (2, 3, 3, 1)]);
+    let want: Vec<_> = if available() == u32::MAX {
+        (0..n).map(|s| (s, n, n, 1)).collect()
+    } else {
+        (rank() as u32..n).take(1).map(|s| (s, n, n, 1)).collect()
+    };
+    assert_eq!(seen, want);
 }
 
 #[test]
 fn nested_exec_uses_free_p() {
+    if available() != u32::MAX {
+        eprintln!("skipped: under MPI a nested exec runs on threads of one rank, free_p = 1");
+        return;
+    }
     let inner_runs = Mutex::new(Vec::new());
     exec_with(
         &ExecConfig::new(9, false),
@@ -609,6 +621,10 @@ fn args_reach_pid_zero_only_and_symbols_everyone() {
     let input = [1u8, 2, 3];
     let mut output = [0u8; 4];
     let symbols = [Some(marker as unsafe extern "C" fn())];
+    if !fits(2) {
+        return;
+    }
+    let leaver = 3.min(available() - 1); // pid 3 of 4 (the last one under mpirun -np 2, 3)
     let result = exec_with(
         &ExecConfig::new(4, false),
         4,
@@ -621,7 +637,7 @@ fn args_reach_pid_zero_only_and_symbols_everyone() {
             } else {
                 assert!(args.input.is_empty() && args.output.is_empty());
                 // pid 3 leaves early: the section is fatal, yet pid 0's output arrives.
-                if s != 3 {
+                if s != leaver {
                     let _ = ctx.sync();
                 }
             }
@@ -629,7 +645,9 @@ fn args_reach_pid_zero_only_and_symbols_everyone() {
         Args { input: &input, output: &mut output, symbols: &symbols },
     );
     assert!(result.is_err());
-    assert_eq!(output, [9, 8, 7, 6]);
+    if rank() == 0 {
+        assert_eq!(output, [9, 8, 7, 6]);
+    }
 }
 
 #[test]
@@ -662,4 +680,30 @@ fn local_slot_as_remote_destination_is_fatal() {
         assert_eq!(e.kind(), ErrorKind::Fatal);
     });
     assert!(matches!(result, Err(Error::BadSlot { .. })));
+}
+
+#[test]
+fn remote_get_bounds_error_fails_the_requester_at_the_sync() {
+    if !fits(2) {
+        return;
+    }
+    for config in backends() {
+        let result = run(&config, 2, |ctx, s, _| {
+            reserve(ctx, 2, 2);
+            let src = ctx.alloc_global(if s == 1 { 4 } else { 16 }).unwrap();
+            let dst = ctx.alloc_local(16).unwrap();
+            ctx.sync().unwrap();
+            if s == 0 {
+                ctx.get(1, src, 0, dst, 0, 16).unwrap(); // 16 bytes of pid 1's 4
+            }
+            let r = ctx.sync();
+            if s == 0 {
+                assert!(matches!(r, Err(Error::OutOfBounds { pid: 1, .. })), "{r:?}");
+            } else {
+                let _ = r;
+                assert!(ctx.sync().is_err(), "the peer's next sync fails");
+            }
+        });
+        assert!(matches!(result, Err(Error::OutOfBounds { pid: 1, .. })), "{result:?}");
+    }
 }

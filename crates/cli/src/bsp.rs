@@ -33,6 +33,10 @@ enum BspCommand {
         /// Do not merge the measured g and ℓ into the stored probe table.
         #[arg(long)]
         no_save: bool,
+        /// The backend to measure: `threads`, or `mpi` (run under `mpirun -np P`: every rank
+        /// runs the command, rank 0 prints and stores the MPI probe table; `--p` is ignored).
+        #[arg(long, value_enum, default_value_t = Backend::Threads)]
+        backend: Backend,
     },
     /// Print g(p, size) and ℓ(p, size) as `probe` returns them (from the stored table, or
     /// measured briefly online when there is none).
@@ -43,9 +47,29 @@ enum BspCommand {
     },
 }
 
+/// The backend `sluice bsp bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    Threads,
+    Mpi,
+}
+
 pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        BspCommand::Bench { p, quick, json, no_save } => {
+        BspCommand::Bench { quick, json, no_save, backend: Backend::Mpi, .. } => {
+            let config = if quick { BenchConfig::quick(2) } else { BenchConfig::full(2) };
+            let report = bench::run_mpi(&config, !no_save).context("bench --backend mpi")?;
+            if let Some((table, value)) = report {
+                println!("{table}");
+                if let Some(json) = json {
+                    let mut out = sluice_io::OutputFile::create(&json)?;
+                    serde_json::to_writer_pretty(&mut out, &value)?;
+                    out.commit()?;
+                    println!("wrote {}", json.display());
+                }
+            }
+        }
+        BspCommand::Bench { p, quick, json, no_save, backend: Backend::Threads } => {
             let ps = if p.is_empty() { vec![2] } else { p };
             let mut reports = Vec::new();
             for p in ps {

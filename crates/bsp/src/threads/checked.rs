@@ -83,7 +83,7 @@ fn push_span(v: &mut Vec<Span>, start: usize, len: usize) {
 }
 
 /// Returns a read span and a write span that intersect, if any.
-fn first_overlap(reads: &mut [Span], writes: &mut [Span]) -> Option<(Span, Span)> {
+pub(crate) fn first_overlap(reads: &mut [Span], writes: &mut [Span]) -> Option<(Span, Span)> {
     if reads.is_empty() || writes.is_empty() {
         return None;
     }

@@ -28,3 +28,32 @@ pub fn reserve(ctx: &mut Ctx, regs: usize, msgs: usize) {
 pub fn fill(ctx: &mut Ctx, slot: MemSlot, byte: u8) {
     ctx.slot_mut(slot).unwrap().fill(byte);
 }
+
+/// Processes an `exec` can start: the MPI world size when the suite runs on the MPI backend
+/// (under `mpirun`, see `scripts/mpi-test`), else unbounded (threads).
+pub fn available() -> Pid {
+    #[cfg(feature = "mpi")]
+    if sluice_bsp::mpi::selected() {
+        return sluice_bsp::mpi::world_rank_size().1 as Pid;
+    }
+    Pid::MAX
+}
+
+/// This OS process's MPI rank on the MPI backend, else 0: results that one process collects
+/// in shared memory under threads are only complete on rank 0 under MPI.
+pub fn rank() -> usize {
+    #[cfg(feature = "mpi")]
+    if sluice_bsp::mpi::selected() {
+        return sluice_bsp::mpi::world_rank_size().0;
+    }
+    0
+}
+
+/// True when the backend can start `p` processes; otherwise says why the case is skipped.
+pub fn fits(p: Pid) -> bool {
+    let n = available();
+    if n < p && rank() == 0 {
+        eprintln!("skipped: needs {p} processes, the MPI job has {n}");
+    }
+    n >= p
+}
