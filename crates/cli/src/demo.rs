@@ -2,8 +2,9 @@
 //!
 //! It writes a `.npy` array of f64 (with a few NaNs) and a text file of records with a planted
 //! pattern, then runs `stats` and `grep` over them through the block pipeline; then it generates
-//! a Kronecker graph, imports it into a grid store and runs PageRank, BFS and WCC out of core. It
-//! prints what a user would look at: the answers, the bandwidth, the time and the copies made.
+//! a Kronecker graph, imports it into a grid store and runs PageRank, BFS and WCC out of core;
+//! last, it renders a generated volume into a PNG. It prints what a user would look at: the
+//! answers, the bandwidth, the time and the copies made.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,6 +95,23 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     // 3. Graph analytics out of core: generate, import, PageRank, BFS, WCC.
     demo_graph(&dir, &args.pipeline, &budget, args.scale)?;
+
+    // 4. Volume rendering: a generated 256^3 u8 volume composited front to back into a PNG.
+    let pipeline = args.pipeline.builder(&budget)?.build()?;
+    let (png, r) = sluice_kernels::vren::demo_render(&dir, 256, &pipeline, &budget)?;
+    let [x, y, z] = r.shape;
+    say!("\n== sluice vren: {x}x{y}x{z} u8 volume composited along z -> {}", png.display());
+    say!(
+        "   a {}x{} picture{}",
+        r.image.0,
+        r.image.1,
+        if args.dir.is_none() {
+            " (removed with the directory: give --dir DIR to keep it)"
+        } else {
+            ""
+        }
+    );
+    print_run(&r.run)?;
     Ok(ExitCode::SUCCESS)
 }
 
