@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_kernels::kmeans::{KmeansConfig, KmeansError, KmeansReport};
-use sluice_kernels::{Hinted, KernelError, hints};
+use sluice_kernels::{Error as KernelError, Hinted, hints};
 
 use crate::common::{DirectArg, PipelineArgs, Progress};
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sluice_kernels::{Hinted, KernelError, StatsConfig, StatsReport, hints};
+use sluice_kernels::{Error as KernelError, Hinted, StatsConfig, StatsReport, hints};
 
 use crate::common::{self, Layout, PipelineArgs, Progress};
 

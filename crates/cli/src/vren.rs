@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_kernels::vren::{VrenConfig, VrenError};
-use sluice_kernels::{Hinted, KernelError, hints};
+use sluice_kernels::{Error as KernelError, Hinted, hints};
 
 use crate::common::{PipelineArgs, Progress};
 

@@ -78,7 +78,7 @@ pub enum Error {
     },
     /// An error from the block pipeline.
     #[error("block pipeline")]
-    Pipeline(#[from] sluice_io::IoError),
+    Pipeline(#[from] sluice_io::Error),
     /// A vertex id given by the user is not a vertex of the graph.
     #[error("vertex {id} is not in the graph")]
     NoSuchVertex {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// the fault: the file and the byte offset.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum IoError {
+pub enum Error {
     /// Opening or inspecting an input failed.
     #[error("{path}: cannot open")]
     Open {

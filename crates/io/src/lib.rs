@@ -58,7 +58,7 @@
 //! stats.rs             RunStats: the figures of a run, and merging them
 //! trace.rs             the Chrome trace-event timeline of a run
 //! output.rs            OutputFile (written beside, then renamed) and the .npy header
-//! error.rs             IoError, the crate's one error type
+//! error.rs             Error, the crate's one error type
 //! ```
 
 #![warn(missing_docs)]
@@ -77,7 +77,7 @@ mod sys;
 mod trace;
 mod uring;
 
-pub use error::IoError;
+pub use error::Error;
 pub use memory::{Budget, Reservation, parse_size};
 pub use output::{OutputFile, npy_header};
 pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
@@ -140,7 +140,7 @@ pub enum Backend {
     /// [`RunStats::fallback_reason`]) when io_uring cannot be set up or `SLUICE_NO_URING=1`.
     #[default]
     Auto,
-    /// io_uring or an error ([`IoError::UringUnavailable`]).
+    /// io_uring or an error ([`Error::UringUnavailable`]).
     Uring,
     /// A pool of pread threads (`io_threads × queue_depth` of them, at most 64).
     Pread,
@@ -267,10 +267,10 @@ impl PipelineBuilder {
         self
     }
     /// Checks the settings.
-    pub fn build(self) -> Result<Pipeline, IoError> {
+    pub fn build(self) -> Result<Pipeline, Error> {
         let c = &self.config;
         if c.block_size != 0 && (c.block_size % 4096 != 0 || c.block_size > MAX_BLOCK_SIZE) {
-            return Err(IoError::BlockSize { block_size: c.block_size });
+            return Err(Error::BlockSize { block_size: c.block_size });
         }
         Ok(Pipeline { config: self.config })
     }
@@ -285,7 +285,7 @@ pub struct Pipeline {
 impl Pipeline {
     /// Reads the whole plan and runs `kernel` on every block; the partials come back in stream
     /// order. Holds every partial until the end: for large partials use [`Pipeline::run_ordered`].
-    pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, IoError> {
+    pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, Error> {
         let mut partials = Vec::new();
         let stats = self.run_ordered(plan, kernel, |p| partials.push(p))?;
         Ok(Run { partials, stats })
@@ -295,7 +295,7 @@ impl Pipeline {
     /// the calling thread in stream order, as soon as every earlier partial has been handed over
     /// (a reorder buffer holds at most the blocks in flight). This is the primitive: a fold over
     /// `sink` is bitwise reproducible whatever order blocks complete in.
-    pub fn run_ordered<K, F>(&self, plan: &Plan, kernel: &K, sink: F) -> Result<RunStats, IoError>
+    pub fn run_ordered<K, F>(&self, plan: &Plan, kernel: &K, sink: F) -> Result<RunStats, Error>
     where
         K: BlockKernel,
         F: FnMut(K::Partial),

@@ -4,14 +4,14 @@
 //! 1. A [`Budget`] is a byte count that caps the whole process: buffer pool, kernel state and a
 //!    fixed allowance for the program itself ([`BASELINE_BYTES`]).
 //! 2. Every large allocation is reserved first with [`Budget::reserve`]; a reservation over what
-//!    is left is an [`IoError::OverBudget`] before any work starts, never an OOM kill later.
+//!    is left is an [`Error::OverBudget`] before any work starts, never an OOM kill later.
 //! 3. The default is the cgroup's memory limit when one is set (v2 `memory.max`, v1
 //!    `memory.limit_in_bytes`), else [`DEFAULT_RAM_FRACTION`] of physical RAM.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::IoError;
+use crate::Error;
 
 /// Bytes assumed for code, stacks, allocator slack and small state before anything is reserved.
 pub const BASELINE_BYTES: u64 = 48 << 20;
@@ -19,8 +19,8 @@ pub const BASELINE_BYTES: u64 = 48 << 20;
 pub const DEFAULT_RAM_FRACTION: f64 = 0.5;
 
 /// Parses `512M`, `2G`, `1.5G`, `4096` or `64KiB` into bytes (powers of 1024).
-pub fn parse_size(text: &str) -> Result<u64, IoError> {
-    let bad = || IoError::BadSize(text.to_string());
+pub fn parse_size(text: &str) -> Result<u64, Error> {
+    let bad = || Error::BadSize(text.to_string());
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -96,9 +96,9 @@ pub struct Reservation {
 
 impl Budget {
     /// A budget of `total` bytes, with [`BASELINE_BYTES`] already taken.
-    pub fn new(total: u64) -> Result<Budget, IoError> {
+    pub fn new(total: u64) -> Result<Budget, Error> {
         if total <= BASELINE_BYTES {
-            return Err(IoError::OverBudget {
+            return Err(Error::OverBudget {
                 what: "the program itself".into(),
                 needed: BASELINE_BYTES,
                 available: total,
@@ -124,7 +124,7 @@ impl Budget {
     }
 
     /// Reserves `bytes` for `what`, or explains why not (contract rule 2).
-    pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation, IoError> {
+    pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation, Error> {
         // Relaxed: the counter orders nothing but itself; fetch_update makes the check and the
         // add one atomic step.
         let result = self.inner.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
@@ -132,7 +132,7 @@ impl Budget {
         });
         match result {
             Ok(_) => Ok(Reservation { budget: self.clone(), bytes }),
-            Err(used) => Err(IoError::OverBudget {
+            Err(used) => Err(Error::OverBudget {
                 what: what.to_string(),
                 needed: bytes,
                 available: self.inner.total.saturating_sub(used),
@@ -175,10 +175,7 @@ mod tests {
     fn reservation_over_budget_is_an_error_and_release_returns_bytes() {
         let budget = Budget::new(BASELINE_BYTES + 1000).unwrap();
         let a = budget.reserve("a", 600).unwrap();
-        assert!(matches!(
-            budget.reserve("b", 600),
-            Err(IoError::OverBudget { available: 400, .. })
-        ));
+        assert!(matches!(budget.reserve("b", 600), Err(Error::OverBudget { available: 400, .. })));
         drop(a);
         assert_eq!(budget.available(), 1000);
         budget.reserve("b", 600).unwrap();

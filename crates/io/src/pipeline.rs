@@ -21,7 +21,7 @@
 //! 5. The buffer pool (`block_size × (queue_depth × io_threads + workers)` for IOC, plus a second
 //!    `queue_depth × io_threads` buffers when that takes at most a quarter of the budget left;
 //!    `block_size × workers` for sync; fewer when the plan has fewer reads) is reserved from the
-//!    budget before any thread starts; over budget is [`IoError::OverBudget`] and no read is
+//!    budget before any thread starts; over budget is [`Error::OverBudget`] and no read is
 //!    made. The slack only changes speed, never results: an I/O thread refills its ring right
 //!    after reaping, when the buffers it just reaped are still with the workers; completions
 //!    arrive in bursts of up to a queue's worth, and without a spare buffer per slot a `--trace`
@@ -72,7 +72,7 @@ use crate::resident::Granules;
 use crate::stitch::Assembler;
 use crate::trace::Span;
 use crate::{
-    BlockKernel, Budget, Config, Copies, DirectMode, Engine, FileAccess, IoError, Plan, RunStats,
+    BlockKernel, Budget, Config, Copies, DirectMode, Engine, Error, FileAccess, Plan, RunStats,
 };
 
 use files::open_files;
@@ -99,7 +99,7 @@ pub(crate) fn run_ordered<K, F>(
     plan: &Plan,
     kernel: &K,
     mut sink: F,
-) -> Result<RunStats, IoError>
+) -> Result<RunStats, Error>
 where
     K: BlockKernel,
     F: FnMut(K::Partial),
@@ -140,7 +140,7 @@ where
     let bytes = (buffers as u64).saturating_mul(s.block_size as u64);
     let _reservation = budget
         .reserve(&format!("the buffer pool ({buffers} blocks of {} bytes)", s.block_size), bytes)?;
-    let pool = BufPool::new(s.block_size, buffers).map_err(|e| IoError::OverBudget {
+    let pool = BufPool::new(s.block_size, buffers).map_err(|e| Error::OverBudget {
         what: format!("the buffer pool ({e})"),
         needed: bytes,
         available: budget.available(),
@@ -180,7 +180,7 @@ where
         let engine = match engine {
             Ok(h) => h,
             Err(e) => {
-                return Err(IoError::Panicked(format!("cannot start the engine thread: {e}")));
+                return Err(Error::Panicked(format!("cannot start the engine thread: {e}")));
             }
         };
         // The calling thread is the sink's: a reorder buffer over the keys of `Message`.
@@ -195,7 +195,7 @@ where
                     if sink_panic.is_none() {
                         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(p)));
                         if let Err(payload) = r {
-                            shared.fail(IoError::Panicked(format!(
+                            shared.fail(Error::Panicked(format!(
                                 "sink: {}",
                                 panic_message(&*payload)
                             )));
@@ -211,9 +211,9 @@ where
                 shared.gate.moved.notify_all();
             }
         }
-        let out = engine.join().map_err(|p| IoError::Panicked(panic_message(&*p)))?;
+        let out = engine.join().map_err(|p| Error::Panicked(panic_message(&*p)))?;
         if next_key != 2 * reads && !shared.is_cancelled() {
-            return Err(IoError::Panicked(format!(
+            return Err(Error::Panicked(format!(
                 "internal: {next_key} of {} block messages arrived",
                 2 * reads
             )));
@@ -238,7 +238,7 @@ fn finish_stats<K: BlockKernel>(
     out: EngineOut,
     config: &Config,
     start: Instant,
-) -> Result<RunStats, IoError> {
+) -> Result<RunStats, Error> {
     let seconds = start.elapsed().as_secs_f64();
     let bytes_read: u64 = out.io.iter().map(|o| o.bytes_read).sum();
     let copies = Copies {

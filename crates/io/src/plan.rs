@@ -13,7 +13,7 @@ use std::fs::File;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
-use crate::IoError;
+use crate::Error;
 
 /// How the byte stream is cut into records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,14 +49,14 @@ impl Plan {
     }
 
     /// A plan over one whole file.
-    pub fn file(path: impl AsRef<Path>, layout: RecordLayout) -> Result<Plan, IoError> {
+    pub fn file(path: impl AsRef<Path>, layout: RecordLayout) -> Result<Plan, Error> {
         let mut plan = Plan::new(layout);
         plan.push_file(path)?;
         Ok(plan)
     }
 
     /// Appends a whole file. Errors if it cannot be opened or is not a regular file.
-    pub fn push_file(&mut self, path: impl AsRef<Path>) -> Result<(), IoError> {
+    pub fn push_file(&mut self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
         let len = file_len(path)?;
         self.extents.push(Extent { path: path.to_path_buf(), offset: 0, len });
@@ -69,11 +69,11 @@ impl Plan {
         path: impl AsRef<Path>,
         offset: u64,
         len: u64,
-    ) -> Result<(), IoError> {
+    ) -> Result<(), Error> {
         let path = path.as_ref();
         let file_len = file_len(path)?;
         if offset.checked_add(len).is_none_or(|end| end > file_len) {
-            return Err(IoError::ExtentPastEnd { path: path.to_path_buf(), offset, len, file_len });
+            return Err(Error::ExtentPastEnd { path: path.to_path_buf(), offset, len, file_len });
         }
         self.extents.push(Extent { path: path.to_path_buf(), offset, len });
         Ok(())
@@ -95,13 +95,13 @@ impl Plan {
     }
 }
 
-fn file_len(path: &Path) -> Result<u64, IoError> {
+fn file_len(path: &Path) -> Result<u64, Error> {
     let file =
-        File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let meta =
-        file.metadata().map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+        file.metadata().map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     if !meta.is_file() {
-        return Err(IoError::NotAFile { path: path.to_path_buf() });
+        return Err(Error::NotAFile { path: path.to_path_buf() });
     }
     Ok(meta.len())
 }

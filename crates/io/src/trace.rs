@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::{IoError, OutputFile};
+use crate::{Error, OutputFile};
 
 /// One span.
 #[derive(Debug, Clone)]
@@ -25,8 +25,8 @@ pub(crate) struct Span {
 }
 
 /// Writes `spans` and the names of their threads to `path` (rules 1 to 4).
-pub(crate) fn write(path: &Path, threads: &[(u64, String)], spans: &[Span]) -> Result<(), IoError> {
-    let err = |source| IoError::Trace { path: path.to_path_buf(), source };
+pub(crate) fn write(path: &Path, threads: &[(u64, String)], spans: &[Span]) -> Result<(), Error> {
+    let err = |source| Error::Trace { path: path.to_path_buf(), source };
     let mut out = OutputFile::create(path).map_err(err)?;
     let mut events = Vec::with_capacity(threads.len() + spans.len());
     for (tid, name) in threads {

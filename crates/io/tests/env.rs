@@ -2,7 +2,7 @@
 //! One test per binary: it changes the process environment, which no other thread may read
 //! meanwhile.
 
-use sluice_io::{Block, BlockKernel, Engine, IoError, PipelineBuilder, Plan, RecordLayout};
+use sluice_io::{Block, BlockKernel, Engine, Error, PipelineBuilder, Plan, RecordLayout};
 
 struct Bytes;
 impl BlockKernel for Bytes {
@@ -35,7 +35,7 @@ fn environment_switches_fallback_and_fault_injection() {
         let p = PipelineBuilder::new().engine(engine).block_size(4096).build().unwrap();
         let err = p.run(&plan, &Bytes).unwrap_err();
         assert!(
-            matches!(&err, IoError::Read { offset: 16384, source, .. } if source.raw_os_error() == Some(libc::EIO)),
+            matches!(&err, Error::Read { offset: 16384, source, .. } if source.raw_os_error() == Some(libc::EIO)),
             "{engine:?}: {err:?}"
         );
         assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
@@ -43,7 +43,7 @@ fn environment_switches_fallback_and_fault_injection() {
     // SAFETY: as above.
     unsafe { std::env::set_var("SLUICE_INJECT_READ_ERROR", "junk") };
     assert!(
-        matches!(pipeline.run(&plan, &Bytes), Err(IoError::InjectOffset { value }) if value == "junk")
+        matches!(pipeline.run(&plan, &Bytes), Err(Error::InjectOffset { value }) if value == "junk")
     );
     // SAFETY: as above.
     unsafe { std::env::remove_var("SLUICE_INJECT_READ_ERROR") };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use sluice_io::{
-    Backend, Block, BlockKernel, Budget, DirectMode, Engine, IoError, PipelineBuilder, Plan,
+    Backend, Block, BlockKernel, Budget, DirectMode, Engine, Error, PipelineBuilder, Plan,
     RecordLayout, RunStats,
 };
 
@@ -421,7 +421,7 @@ fn direct_auto_reads_a_cached_file_buffered_and_reports_why() {
     assert_eq!(run.stats.direct, "auto");
 }
 
-// ---- errors: every one is an IoError naming the file, and nothing hangs -------------------
+// ---- errors: every one is an Error naming the file, and nothing hangs -------------------
 
 fn one_file(dir: &Path, len: usize) -> (PathBuf, Plan) {
     let paths = write_files(dir, &[lines(21, len, 30)]);
@@ -443,7 +443,7 @@ fn injected_read_error_is_an_eio_naming_file_and_offset_on_every_path() {
             .run(&plan, &FloatSum)
             .unwrap_err();
         match &err {
-            IoError::Read { path: p, offset, source, .. } => {
+            Error::Read { path: p, offset, source, .. } => {
                 assert_eq!(p, &file, "{}", path.name);
                 assert_eq!(*offset, 50_000 / 4096 * 4096, "{}", path.name);
                 assert_eq!(source.raw_os_error(), Some(libc::EIO), "{}", path.name);
@@ -462,7 +462,7 @@ fn file_shrinking_before_the_run_is_a_short_read() {
         std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(30_000).unwrap();
         let err = tester.builder(path).build().unwrap().run(&plan, &FloatSum).unwrap_err();
         match err {
-            IoError::ShortRead { path: p, offset, expected } => {
+            Error::ShortRead { path: p, offset, expected } => {
                 assert_eq!((p, offset, expected), (file, 30_000, 100_000), "{}", path.name)
             }
             other => panic!("{}: {other:?}", path.name),
@@ -498,7 +498,7 @@ fn file_shrinking_during_the_run_is_a_short_read() {
             .run(&plan, &Truncator(file.clone()))
             .unwrap_err();
         assert!(
-            matches!(&err, IoError::ShortRead { path: p, expected: 1_048_576, .. } if *p == file),
+            matches!(&err, Error::ShortRead { path: p, expected: 1_048_576, .. } if *p == file),
             "{}: {err:?}",
             path.name
         );
@@ -523,7 +523,7 @@ fn panicking_kernel_is_an_error_not_a_hang() {
     for path in tester.paths() {
         let err = tester.builder(path).build().unwrap().run(&plan, &Panics).unwrap_err();
         assert!(
-            matches!(&err, IoError::Panicked(m) if m.contains("kernel bug")),
+            matches!(&err, Error::Panicked(m) if m.contains("kernel bug")),
             "{}: {err:?}",
             path.name
         );
@@ -565,7 +565,7 @@ fn over_budget_is_an_error_before_any_read() {
             .unwrap()
             .run(&plan, &FloatSum)
             .unwrap_err();
-        assert!(matches!(err, IoError::OverBudget { .. }), "{engine:?}: {err:?}");
+        assert!(matches!(err, Error::OverBudget { .. }), "{engine:?}: {err:?}");
         assert_eq!(progress.load(Ordering::Relaxed), 0, "{engine:?}: no work before the error");
         assert_eq!(budget.available(), 1 << 20, "reservation released");
     }
@@ -577,28 +577,28 @@ fn missing_file_and_directory_are_errors_naming_the_path() {
     let missing = dir.path().join("nope");
     assert!(matches!(
         Plan::file(&missing, RecordLayout::Delimited(b'\n')),
-        Err(IoError::Open { path, .. }) if path == missing
+        Err(Error::Open { path, .. }) if path == missing
     ));
     assert!(matches!(
         Plan::file(dir.path(), RecordLayout::Delimited(b'\n')),
-        Err(IoError::NotAFile { .. })
+        Err(Error::NotAFile { .. })
     ));
     // Removed between plan and run.
     let (file, plan) = one_file(dir.path(), 1000);
     std::fs::remove_file(&file).unwrap();
     for path in IoTester::new().paths() {
         let err = IoTester::new().builder(path).build().unwrap().run(&plan, &FloatSum).unwrap_err();
-        assert!(matches!(&err, IoError::Open { path: p, .. } if *p == file), "{err:?}");
+        assert!(matches!(&err, Error::Open { path: p, .. } if *p == file), "{err:?}");
     }
 }
 
 #[test]
 fn bad_settings_are_errors_carrying_the_value() {
     let err = PipelineBuilder::new().block_size(1000).build().unwrap_err();
-    assert!(matches!(err, IoError::BlockSize { block_size: 1000 }), "{err}");
+    assert!(matches!(err, Error::BlockSize { block_size: 1000 }), "{err}");
     assert!(err.to_string().contains("1000") && !err.to_string().contains("--"), "{err}");
     let err = PipelineBuilder::new().block_size(2 << 30).build().unwrap_err();
-    assert!(matches!(err, IoError::BlockSize { block_size: 0x8000_0000 }), "{err}");
+    assert!(matches!(err, Error::BlockSize { block_size: 0x8000_0000 }), "{err}");
 }
 
 // ---- property tests of seam stitching (plan rule 2) ---------------------------------------

@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use sluice_io::IoError;
+use sluice_io::Error as IoError;
 
 /// Everything that can go wrong in a kernel pass. Variants about a file name it, and the byte
 /// offset where one is meaningful.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum KernelError {
+pub enum Error {
     /// The pipeline failed (open, read, short read, memory budget ...); its message names the file.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -151,7 +151,7 @@ pub enum KernelError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: Box<KernelError>,
+        source: Box<Error>,
     },
     /// The pattern does not compile.
     #[error("bad pattern {pattern:?}: {reason}")]

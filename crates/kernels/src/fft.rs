@@ -110,7 +110,7 @@ pub enum FftError {
     Bsp(#[from] sluice_bsp::Error),
     /// Reading or checking an input file failed (its message names the file).
     #[error(transparent)]
-    Kernel(#[from] crate::KernelError),
+    Kernel(#[from] crate::Error),
     /// An input `.npy` that is not a 1-D C-order array.
     #[error("{path}: {reason}")]
     BadArray {

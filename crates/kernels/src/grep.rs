@@ -18,7 +18,7 @@
 //!    partials are folded in stream order.
 //! 6. Listed records are held in memory until the pass ends; their bytes are reserved from the
 //!    memory budget block by block, and a pass whose matches would not fit is an
-//!    [`KernelError`] (`OverBudget`) naming the budget, not an OOM kill.
+//!    [`Error`] (`OverBudget`) naming the budget, not an OOM kill.
 //!
 //! # How a block is searched (and why it is fast)
 //! As ripgrep does, the whole block is searched for a candidate, not each record: for a rare
@@ -46,7 +46,7 @@ use regex::bytes::{Regex, RegexBuilder};
 use serde::{Serialize, Serializer};
 use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, Reservation, RunStats};
 
-use crate::KernelError;
+use crate::Error;
 use crate::hints::{self, Hinted};
 
 /// Bytes reserved per compute thread for the regex engine's caches (the lazy DFA's default
@@ -77,7 +77,7 @@ impl Hinted for GrepConfig {
     const KEYS: &'static str =
         "pattern, fixed_strings, ignore_case, record_size, count_matches, count";
 
-    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
         match key {
             "pattern" => self.pattern = value.to_string(),
             "fixed_strings" => self.fixed_strings = hints::parse_bool(key, value)?,
@@ -98,10 +98,10 @@ impl GrepConfig {
     }
 
     /// The record layout (rule 1).
-    pub fn layout(&self) -> Result<RecordLayout, KernelError> {
+    pub fn layout(&self) -> Result<RecordLayout, Error> {
         match self.record_size {
             None => Ok(RecordLayout::Delimited(b'\n')),
-            Some(n) => NonZeroUsize::new(n).map(RecordLayout::Fixed).ok_or(KernelError::TooSmall {
+            Some(n) => NonZeroUsize::new(n).map(RecordLayout::Fixed).ok_or(Error::TooSmall {
                 key: "record_size",
                 value: n,
                 min: 1,
@@ -235,7 +235,7 @@ pub struct GrepKernel {
 
 impl GrepKernel {
     /// Compiles `config`'s pattern. Listed matches are reserved from `budget` (rule 6).
-    pub fn new(config: &GrepConfig, budget: Budget) -> Result<GrepKernel, KernelError> {
+    pub fn new(config: &GrepConfig, budget: Budget) -> Result<GrepKernel, Error> {
         let layout = config.layout()?;
         let lines = matches!(layout, RecordLayout::Delimited(_));
         let (matcher, block_search) = if config.fixed_strings && !config.ignore_case {
@@ -251,7 +251,7 @@ impl GrepKernel {
                 .multi_line(lines)
                 .case_insensitive(config.ignore_case)
                 .build()
-                .map_err(|e| KernelError::Pattern {
+                .map_err(|e| Error::Pattern {
                     pattern: config.pattern.clone(),
                     reason: one_line(&e),
                 })?;
@@ -384,7 +384,7 @@ impl GrepKernel {
 }
 
 impl BlockKernel for GrepKernel {
-    type Partial = Result<BlockMatches, KernelError>;
+    type Partial = Result<BlockMatches, Error>;
 
     fn process(&self, block: &Block<'_>) -> Self::Partial {
         let mut out = self.search(block.data, block.stream_offset);
@@ -405,13 +405,13 @@ pub fn grep(
     config: &GrepConfig,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<GrepReport, KernelError> {
+) -> Result<GrepReport, Error> {
     let mut found = Vec::new();
     let mut held = Vec::new();
     let mut report = search_file(path, config, pipeline, budget, |mut block: BlockMatches| {
         found.append(&mut block.found);
         held.extend(block.held);
-        Ok::<(), KernelError>(())
+        Ok::<(), Error>(())
     })?;
     report.matches = (!config.count).then_some(found);
     report.held = held;
@@ -430,7 +430,7 @@ pub fn grep_with<E, F>(
     mut on_match: F,
 ) -> Result<GrepReport, E>
 where
-    E: From<KernelError>,
+    E: From<Error>,
     F: FnMut(&RecordMatch) -> Result<(), E>,
 {
     search_file(path, config, pipeline, budget, |block: BlockMatches| {
@@ -448,15 +448,14 @@ fn search_file<E, F>(
     mut sink: F,
 ) -> Result<GrepReport, E>
 where
-    E: From<KernelError>,
+    E: From<Error>,
     F: FnMut(BlockMatches) -> Result<(), E>,
 {
     let kernel = GrepKernel::new(config, budget.clone())?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let _caches = budget
-        .reserve("the regex caches", threads * MATCHER_CACHE_BYTES)
-        .map_err(KernelError::from)?;
-    let plan = Plan::file(path, kernel.layout).map_err(KernelError::from)?;
+    let _caches =
+        budget.reserve("the regex caches", threads * MATCHER_CACHE_BYTES).map_err(Error::from)?;
+    let plan = Plan::file(path, kernel.layout).map_err(Error::from)?;
     let (mut records, mut matches) = (0u64, 0u64);
     let mut failed: Option<E> = None;
     let run = pipeline.run_ordered(&plan, &kernel, |partial| {
@@ -472,13 +471,12 @@ where
                 }
             }
             Err(e) => {
-                failed = Some(
-                    KernelError::Listing { path: path.to_path_buf(), source: Box::new(e) }.into(),
-                );
+                failed =
+                    Some(Error::Listing { path: path.to_path_buf(), source: Box::new(e) }.into());
             }
         }
     });
-    let run = run.map_err(KernelError::from)?;
+    let run = run.map_err(Error::from)?;
     if let Some(e) = failed {
         return Err(e);
     }

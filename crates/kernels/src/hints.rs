@@ -4,12 +4,12 @@
 //! # Contract
 //! 1. A hint key is the long name of the CLI flag that sets the same parameter, without `--`;
 //!    `-` and `_` are interchangeable and case is ignored (`record-size`, `record_size`).
-//! 2. An unknown key, or a value the parameter cannot take, is a [`KernelError`] naming the key
+//! 2. An unknown key, or a value the parameter cannot take, is a [`Error`] naming the key
 //!    and the value; nothing is silently ignored.
 //! 3. Hints are applied in order over the config they are given (a later hint wins), so the CLI
 //!    applies them after its named flags: a hint overrides a flag.
 
-use crate::KernelError;
+use crate::Error;
 
 /// A parameter set that can be filled from hints.
 pub trait Hinted: Sized {
@@ -17,13 +17,10 @@ pub trait Hinted: Sized {
     const KEYS: &'static str;
 
     /// Sets the parameter named `key` (already normalised by [`normalize_key`]) from `value`.
-    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError>;
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error>;
 
     /// Applies `pairs` in order (rule 3).
-    fn apply_hints<K: AsRef<str>, V: AsRef<str>>(
-        &mut self,
-        pairs: &[(K, V)],
-    ) -> Result<(), KernelError> {
+    fn apply_hints<K: AsRef<str>, V: AsRef<str>>(&mut self, pairs: &[(K, V)]) -> Result<(), Error> {
         for (k, v) in pairs {
             self.apply_hint(&normalize_key(k.as_ref()), v.as_ref().trim())?;
         }
@@ -37,13 +34,13 @@ pub fn normalize_key(key: &str) -> String {
 }
 
 /// The error for an unknown key (rule 2).
-pub fn unknown(key: &str, known: &'static str) -> KernelError {
-    KernelError::UnknownHint { key: key.to_string(), known }
+pub fn unknown(key: &str, known: &'static str) -> Error {
+    Error::UnknownHint { key: key.to_string(), known }
 }
 
 /// The error for a bad value (rule 2).
-pub fn bad_value(key: &str, value: &str, expected: &str) -> KernelError {
-    KernelError::BadValue {
+pub fn bad_value(key: &str, value: &str, expected: &str) -> Error {
+    Error::BadValue {
         key: key.to_string(),
         value: value.to_string(),
         expected: expected.to_string(),
@@ -51,22 +48,22 @@ pub fn bad_value(key: &str, value: &str, expected: &str) -> KernelError {
 }
 
 /// Splits `key=value` strings (as given to `--hint`) into pairs, trimming both sides; a string
-/// without `=` is a [`KernelError::BadHint`] naming it.
-pub fn parse_pairs<S: AsRef<str>>(hints: &[S]) -> Result<Vec<(String, String)>, KernelError> {
+/// without `=` is a [`Error::BadHint`] naming it.
+pub fn parse_pairs<S: AsRef<str>>(hints: &[S]) -> Result<Vec<(String, String)>, Error> {
     hints
         .iter()
         .map(|h| {
             let h = h.as_ref();
             h.split_once('=')
                 .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| KernelError::BadHint { hint: h.to_string() })
+                .ok_or_else(|| Error::BadHint { hint: h.to_string() })
         })
         .collect()
 }
 
 /// Parses a boolean hint: `true/false`, `yes/no`, `on/off`, `1/0`; an empty value means true
 /// (`--hint count-matches=`).
-pub fn parse_bool(key: &str, value: &str) -> Result<bool, KernelError> {
+pub fn parse_bool(key: &str, value: &str) -> Result<bool, Error> {
     match value.to_ascii_lowercase().as_str() {
         "" | "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -75,12 +72,12 @@ pub fn parse_bool(key: &str, value: &str) -> Result<bool, KernelError> {
 }
 
 /// Parses a non-negative integer hint.
-pub fn parse_usize(key: &str, value: &str) -> Result<usize, KernelError> {
+pub fn parse_usize(key: &str, value: &str) -> Result<usize, Error> {
     value.parse().map_err(|_| bad_value(key, value, "a non-negative integer"))
 }
 
 /// Parses `LO,HI` into two finite floats.
-pub fn parse_range(key: &str, value: &str) -> Result<(f64, f64), KernelError> {
+pub fn parse_range(key: &str, value: &str) -> Result<(f64, f64), Error> {
     let parse = |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite());
     value
         .split_once(',')

@@ -78,7 +78,7 @@ use std::time::Instant;
 use sluice_io::{Budget, OutputFile, Pipeline, Plan, RecordLayout, RunStats};
 
 use crate::stats::{ArrayInfo, open_array};
-use crate::{KernelError, Scalar, StatsConfig};
+use crate::{Error, Scalar, StatsConfig};
 
 pub use config::{DEFAULT_MAX_ITER, DEFAULT_THRESHOLD, Init, KmeansConfig};
 pub use init::PLUSPLUS_SAMPLE;
@@ -104,7 +104,7 @@ fn open_matrix(path: &Path, config: &KmeansConfig) -> Result<Matrix, KmeansError
         StatsConfig { dtype: config.dtype, endian: config.endian, ..StatsConfig::default() };
     let info = open_array(path, &stats_config)?;
     if !info.dtype.scalar.is_float() {
-        return Err(KernelError::UnsupportedDtype {
+        return Err(Error::UnsupportedDtype {
             path: path.to_path_buf(),
             descr: info.dtype.descr(),
             reason: "k-means runs on f32 or f64".into(),
@@ -153,7 +153,7 @@ pub fn kmeans(
     let m = open_matrix(path, config)?;
     let (k, d) = (config.k, m.d);
     if k > MAX_K {
-        return Err(KernelError::BadValue {
+        return Err(Error::BadValue {
             key: "k".into(),
             value: k.to_string(),
             expected: format!("at most {MAX_K}"),

@@ -14,7 +14,7 @@
 //! are bitwise reproducible for given settings. Parameters come in a config struct
 //! ([`StatsConfig`], [`GrepConfig`]) that can also be filled from active-storage hints,
 //! `key=value` pairs with the same keys as the CLI flags ([`hints`]). Errors are one type,
-//! [`KernelError`], whose messages name the file (and byte offset where there is one).
+//! [`Error`], whose messages name the file (and byte offset where there is one).
 //!
 //! Front ends that make their own inputs (the demo, benchmarks) can write `.npy` headers with
 //! [`npy::write_header`].
@@ -63,7 +63,7 @@
 //! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
 //! pairwise.rs          pairwise and Neumaier summation
 //! hints.rs             active-storage hints: key=value parameters, Hinted
-//! error.rs             KernelError, the crate's one error type
+//! error.rs             Error, the crate's one error type
 //! ```
 
 #![warn(missing_docs)]
@@ -81,7 +81,7 @@ pub mod stats;
 pub mod vren;
 
 pub use dtype::{Dtype, Endian, SCALAR_NAMES, Scalar};
-pub use error::KernelError;
+pub use error::Error;
 pub use grep::{GrepConfig, GrepKernel, GrepReport, RecordMatch};
 pub use hints::Hinted;
 pub use kmeans::{KmeansConfig, KmeansError, KmeansReport};

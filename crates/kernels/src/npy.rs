@@ -6,19 +6,19 @@
 //!    major version is an error naming it.
 //! 3. The header dict must have `descr` (a plain dtype string such as `<f8`, `>i4`, `|u1`; `=`
 //!    means this machine's order), `fortran_order` (bool) and `shape` (tuple of non-negative
-//!    ints); anything else is a [`KernelError::NpyHeader`] with the byte offset of the fault.
+//!    ints); anything else is a [`Error::NpyHeader`] with the byte offset of the fault.
 //! 4. Dtypes other than f4, f8, i1–i8 and u1–u8 (object, bool, complex, float16, strings,
-//!    datetimes, structured) are [`KernelError::UnsupportedDtype`] for [`read_header`]. A kernel
+//!    datetimes, structured) are [`Error::UnsupportedDtype`] for [`read_header`]. A kernel
 //!    with element types of its own (the FFT's complex128) reads the header with
 //!    [`read_header_as`] and its own [`NpyDtype`]; rules 1–3 and 5 hold alike.
 //! 5. A file shorter than header plus `product(shape) × itemsize` is
-//!    [`KernelError::NpyTruncated`]; bytes after the data are ignored, as `numpy.load` does.
+//!    [`Error::NpyTruncated`]; bytes after the data are ignored, as `numpy.load` does.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::{Dtype, Endian, KernelError, Scalar};
+use crate::{Dtype, Endian, Error, Scalar};
 
 /// The magic string every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -29,13 +29,13 @@ pub const MAX_HEADER_BYTES: usize = 16 << 20;
 /// An element type a `.npy` descr can name (rule 4): [`Dtype`], or a kernel's own.
 pub trait NpyDtype: Sized {
     /// Parses a descr string such as `<f8`; errors name `path`.
-    fn from_descr(path: &Path, descr: &str) -> Result<Self, KernelError>;
+    fn from_descr(path: &Path, descr: &str) -> Result<Self, Error>;
     /// Bytes per element.
     fn itemsize(&self) -> usize;
 }
 
 impl NpyDtype for Dtype {
-    fn from_descr(path: &Path, descr: &str) -> Result<Dtype, KernelError> {
+    fn from_descr(path: &Path, descr: &str) -> Result<Dtype, Error> {
         parse_descr(path, descr)
     }
     fn itemsize(&self) -> usize {
@@ -75,18 +75,18 @@ pub fn has_magic(prefix: &[u8]) -> bool {
 }
 
 /// Reads and checks the header of the `.npy` file at `path` (rules 2–5).
-pub fn read_header(path: &Path) -> Result<NpyHeader, KernelError> {
+pub fn read_header(path: &Path) -> Result<NpyHeader, Error> {
     read_header_as(path)
 }
 
 /// [`read_header`] for the element types `D` parses (rule 4).
-pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, KernelError> {
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, Error> {
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let file_len = file.metadata().map_err(open_err)?.len();
     let mut prefix = Vec::with_capacity(12);
     (&mut file).take(12).read_to_end(&mut prefix).map_err(open_err)?;
-    let header_len_at = |len_bytes: usize| -> Result<(usize, usize), KernelError> {
+    let header_len_at = |len_bytes: usize| -> Result<(usize, usize), Error> {
         let start = 8 + len_bytes;
         if prefix.len() < start {
             return Err(bad(
@@ -138,7 +138,7 @@ pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, KernelEr
     let header = NpyHeader { data_offset: (start + len) as u64, ..header };
     let available = file_len - header.data_offset;
     if available < header.data_len() {
-        return Err(KernelError::NpyTruncated {
+        return Err(Error::NpyTruncated {
             path: path.to_path_buf(),
             shape: header.shape.clone(),
             descr: header.descr.clone(),
@@ -150,8 +150,8 @@ pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, KernelEr
     Ok(header)
 }
 
-fn bad(path: &Path, offset: u64, reason: &str) -> KernelError {
-    KernelError::NpyHeader { path: path.to_path_buf(), offset, reason: reason.to_string() }
+fn bad(path: &Path, offset: u64, reason: &str) -> Error {
+    Error::NpyHeader { path: path.to_path_buf(), offset, reason: reason.to_string() }
 }
 
 /// A Python literal, as far as `.npy` headers use them.
@@ -173,7 +173,7 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
-    fn err(&self, reason: &str) -> KernelError {
+    fn err(&self, reason: &str) -> Error {
         bad(self.path, self.base + self.pos as u64, reason)
     }
     fn skip_ws(&mut self) {
@@ -185,7 +185,7 @@ impl Parser<'_> {
         self.skip_ws();
         self.text.get(self.pos).copied()
     }
-    fn expect(&mut self, c: u8) -> Result<(), KernelError> {
+    fn expect(&mut self, c: u8) -> Result<(), Error> {
         if self.peek() == Some(c) {
             self.pos += 1;
             Ok(())
@@ -193,7 +193,7 @@ impl Parser<'_> {
             Err(self.err(&format!("expected {:?}", c as char)))
         }
     }
-    fn value(&mut self) -> Result<Lit, KernelError> {
+    fn value(&mut self) -> Result<Lit, Error> {
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
                 self.pos += 1;
@@ -288,7 +288,7 @@ fn parse_dict<D: NpyDtype>(
     text: &[u8],
     base: u64,
     version: (u8, u8),
-) -> Result<NpyHeader<D>, KernelError> {
+) -> Result<NpyHeader<D>, Error> {
     let mut p = Parser { text, pos: 0, base, path };
     let Lit::Dict(items) = p.value()? else {
         return Err(bad(path, base, "the header is not a dict"));
@@ -297,7 +297,7 @@ fn parse_dict<D: NpyDtype>(
     let descr = match get("descr") {
         Some(Lit::Str(s)) => s.clone(),
         Some(Lit::Seq(..)) => {
-            return Err(KernelError::UnsupportedDtype {
+            return Err(Error::UnsupportedDtype {
                 path: path.to_path_buf(),
                 descr: "structured".into(),
                 reason: "structured (record) arrays are not supported".into(),
@@ -333,8 +333,8 @@ fn parse_dict<D: NpyDtype>(
 }
 
 /// Parses a numpy descr string such as `<f8` (rule 4).
-pub fn parse_descr(path: &Path, descr: &str) -> Result<Dtype, KernelError> {
-    let unsupported = |reason: &str| KernelError::UnsupportedDtype {
+pub fn parse_descr(path: &Path, descr: &str) -> Result<Dtype, Error> {
+    let unsupported = |reason: &str| Error::UnsupportedDtype {
         path: PathBuf::from(path),
         descr: descr.to_string(),
         reason: reason.to_string(),
@@ -447,7 +447,7 @@ mod tests {
         f.extend_from_slice(&[1, 0, dict.len() as u8, 0]);
         f.extend_from_slice(dict);
         let err = read_header(&write(dir.path(), "m.npy", &f)).unwrap_err();
-        assert!(matches!(err, KernelError::NpyHeader { offset, .. } if offset == 10 + 34), "{err}");
+        assert!(matches!(err, Error::NpyHeader { offset, .. } if offset == 10 + 34), "{err}");
     }
 
     #[test]
@@ -478,7 +478,7 @@ mod tests {
         let header_len = f.len();
         f.resize(header_len + 79, 0);
         let err = read_header(&write(dir.path(), "t.npy", &f)).unwrap_err();
-        assert!(matches!(err, KernelError::NpyTruncated { expected: 80, actual: 79, .. }), "{err}");
+        assert!(matches!(err, Error::NpyTruncated { expected: 80, actual: 79, .. }), "{err}");
         let err = read_header(&write(dir.path(), "h.npy", &f[..40])).unwrap_err();
         assert!(err.to_string().contains("truncated header"), "{err}");
         let err = read_header(&write(dir.path(), "p.npy", &f[..7])).unwrap_err();

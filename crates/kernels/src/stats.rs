@@ -74,7 +74,7 @@ use std::path::Path;
 
 use sluice_io::{Budget, Pipeline, Plan, RecordLayout};
 
-use crate::KernelError;
+use crate::Error;
 
 pub use array::{ArrayInfo, open_array};
 pub use config::{DEFAULT_BINS, StatsConfig};
@@ -88,7 +88,7 @@ pub fn stats(
     config: &StatsConfig,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<StatsReport, KernelError> {
+) -> Result<StatsReport, Error> {
     let histogram = config.histogram()?;
     let info = open_array(path, config)?;
     // Reserve before allocating (contract rule 2 of sluice_io::memory): a histogram too big for

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::{DirectMode, IoError, Plan, sys};
+use crate::{DirectMode, Error, Plan, sys};
 
 /// One input file, opened once however many extents name it.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub(super) fn open_files(
     plan: &Plan,
     mode: DirectMode,
     allow_map: bool,
-) -> Result<(Vec<OpenFile>, Vec<usize>), IoError> {
+) -> Result<(Vec<OpenFile>, Vec<usize>), Error> {
     let mut files: Vec<OpenFile> = Vec::new();
     let mut of_extent = Vec::with_capacity(plan.extents().len());
     for extent in plan.extents() {
@@ -44,18 +44,18 @@ pub(super) fn open_files(
             continue;
         }
         let path = extent.path.clone();
-        let open_err = |source| IoError::Open { path: path.clone(), source };
+        let open_err = |source| Error::Open { path: path.clone(), source };
         let file = File::open(&path).map_err(open_err)?;
         let meta = file.metadata().map_err(open_err)?;
         if !meta.is_file() {
-            return Err(IoError::NotAFile { path });
+            return Err(Error::NotAFile { path });
         }
         // A file that shrank since the plan was made fails here, before any read (and before a
         // mapping could reach past its end).
         let end = plan.extents().iter().filter(|e| e.path == path).map(|e| e.offset + e.len);
         let end = end.max().unwrap_or(0);
         if meta.len() < end {
-            return Err(IoError::ShortRead { path, offset: meta.len(), expected: end });
+            return Err(Error::ShortRead { path, offset: meta.len(), expected: end });
         }
         let (mut planned, mut cached, mut known) = (0u64, 0u64, true);
         for e in plan.extents().iter().filter(|e| e.path == path) {
@@ -82,7 +82,7 @@ pub(super) fn open_files(
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     (file, false, format!("{why}; the file system refuses O_DIRECT (EINVAL)"))
                 }
-                Err(source) => return Err(IoError::Open { path, source }),
+                Err(source) => return Err(Error::Open { path, source }),
             }
         } else {
             (file, false, why)

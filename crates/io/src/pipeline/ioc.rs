@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use crate::pool::ALIGN;
 use crate::trace::Span;
 use crate::uring::{ReadOp, Ring};
-use crate::{Backend, BlockKernel, IoError};
+use crate::{Backend, BlockKernel, Error};
 
 use super::settings::Settings;
 use super::shared::{
@@ -31,7 +31,7 @@ pub(super) fn run<K: BlockKernel>(
         _ => match (0..s.io_threads).map(|_| Ring::new(s.queue_depth as u32)).collect() {
             Ok(rings) => (Some::<Vec<Ring>>(rings), None),
             Err(e) if s.backend == Backend::Uring => {
-                shared.fail(IoError::UringUnavailable(e));
+                shared.fail(Error::UringUnavailable(e));
                 (None, None)
             }
             Err(e) => (None, Some(format!("io_uring setup failed: {e}"))),
@@ -84,9 +84,7 @@ pub(super) fn run<K: BlockKernel>(
             match h {
                 Ok(h) => io_handles.push(h),
                 // The closure, and with it `exit`, was dropped: `live` stays right.
-                Err(e) => {
-                    shared.fail(IoError::Panicked(format!("cannot start an I/O thread: {e}")))
-                }
+                Err(e) => shared.fail(Error::Panicked(format!("cannot start an I/O thread: {e}"))),
             }
         }
         let mut worker_handles = Vec::new();
@@ -97,7 +95,7 @@ pub(super) fn run<K: BlockKernel>(
                 .spawn_scoped(scope, move || worker_thread(shared, w, &tx));
             match h {
                 Ok(h) => worker_handles.push(h),
-                Err(e) => shared.fail(IoError::Panicked(format!("cannot start a worker: {e}"))),
+                Err(e) => shared.fail(Error::Panicked(format!("cannot start a worker: {e}"))),
             }
         }
         if worker_handles.is_empty() {
@@ -267,7 +265,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
                 submitted_ns: now,
             };
             if ring.push(op).is_err() {
-                shared.fail(IoError::Submit {
+                shared.fail(Error::Submit {
                     path: shared.files[chunk.file].path.clone(),
                     offset: chunk.read_offset,
                     len: chunk.read_len,
@@ -283,7 +281,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             continue;
         }
         if let Err(e) = ring.submit_and_wait(1) {
-            shared.fail(IoError::Uring(e));
+            shared.fail(Error::Uring(e));
             break;
         }
         ring.reap(&mut done);
@@ -291,7 +289,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             let chunk = shared.map.chunk(op.tag);
             let file = &shared.files[chunk.file];
             if res < 0 {
-                shared.fail(IoError::Read {
+                shared.fail(Error::Read {
                     path: file.path.clone(),
                     offset: op.offset + op.done as u64,
                     len: op.len - op.done,
@@ -323,7 +321,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             } else {
                 let (offset, len) = (op.offset + op.done as u64, op.len - op.done);
                 if ring.push(op).is_err() {
-                    shared.fail(IoError::Submit { path: file.path.clone(), offset, len });
+                    shared.fail(Error::Submit { path: file.path.clone(), offset, len });
                 }
             }
         }
@@ -349,7 +347,7 @@ struct IoExit<'s, 'a, K: BlockKernel> {
 impl<K: BlockKernel> Drop for IoExit<'_, '_, K> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.shared.fail(IoError::Panicked("I/O thread".into()));
+            self.shared.fail(Error::Panicked("I/O thread".into()));
         }
         // AcqRel: the last thread out sees every other thread's exit before closing.
         if self.live.fetch_sub(1, Ordering::AcqRel) == 1 {

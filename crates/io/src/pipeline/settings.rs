@@ -1,7 +1,7 @@
 //! Settings of one run with every "choose" resolved, and checked.
 
 use crate::pool::ALIGN;
-use crate::{Backend, Config, DirectMode, Engine, IoError};
+use crate::{Backend, Config, DirectMode, Engine, Error};
 
 use super::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 
@@ -22,7 +22,7 @@ pub(super) struct Settings {
 }
 
 impl Settings {
-    pub(super) fn resolve(config: &Config) -> Result<Settings, IoError> {
+    pub(super) fn resolve(config: &Config) -> Result<Settings, Error> {
         let pick = |v: usize, d: usize| if v == 0 { d } else { v };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let inject = match config.inject_read_error {
@@ -31,7 +31,7 @@ impl Settings {
                 Ok(text) => Some(
                     text.trim()
                         .parse::<u64>()
-                        .map_err(|_| IoError::InjectOffset { value: text.clone() })?,
+                        .map_err(|_| Error::InjectOffset { value: text.clone() })?,
                 ),
                 Err(_) => None,
             },
@@ -47,10 +47,10 @@ impl Settings {
             inject,
         };
         if s.block_size % ALIGN != 0 || s.block_size > MAX_BLOCK_SIZE {
-            return Err(IoError::BlockSize { block_size: s.block_size });
+            return Err(Error::BlockSize { block_size: s.block_size });
         }
         if s.queue_depth > MAX_QUEUE_DEPTH {
-            return Err(IoError::QueueDepth { depth: s.queue_depth, max: MAX_QUEUE_DEPTH });
+            return Err(Error::QueueDepth { depth: s.queue_depth, max: MAX_QUEUE_DEPTH });
         }
         Ok(s)
     }

@@ -13,7 +13,7 @@ use crate::queue::Queue;
 use crate::resident::Granules;
 use crate::stitch::{Applied, Assembler, Cut, Fragment, Piece, SeamRecord, cut};
 use crate::trace::Span;
-use crate::{Block, BlockKernel, IoError, RecordLayout};
+use crate::{Block, BlockKernel, Error, RecordLayout};
 
 use super::files::OpenFile;
 use super::reads::{Chunk, ChunkMap};
@@ -94,7 +94,7 @@ pub(super) struct Shared<'a, K: BlockKernel> {
     /// [`Shared::is_cancelled`]: a thread that sees the flag sees the stored error. The flag is a
     /// hint to stop early; correctness never depends on seeing it at once.
     pub(super) cancelled: AtomicBool,
-    pub(super) failure: Mutex<Option<IoError>>,
+    pub(super) failure: Mutex<Option<Error>>,
     pub(super) pool: Arc<BufPool>,
     pub(super) filled: Queue<Filled>,
     pub(super) progress: Option<&'a AtomicU64>,
@@ -121,7 +121,7 @@ impl<K: BlockKernel> Shared<'_, K> {
     }
 
     /// Records `error` if it is the first, and stops the run (contract rule 4).
-    pub(super) fn fail(&self, error: IoError) {
+    pub(super) fn fail(&self, error: Error) {
         {
             let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
@@ -136,7 +136,7 @@ impl<K: BlockKernel> Shared<'_, K> {
         self.gate.moved.notify_all();
     }
 
-    pub(super) fn take_failure(&self) -> Option<IoError> {
+    pub(super) fn take_failure(&self) -> Option<Error> {
         self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
@@ -166,10 +166,10 @@ impl<K: BlockKernel> Shared<'_, K> {
     }
 
     /// The injected error for a read of `chunk`, if it covers the injected offset (rule 6).
-    pub(super) fn injected(&self, chunk: &Chunk) -> Option<IoError> {
+    pub(super) fn injected(&self, chunk: &Chunk) -> Option<Error> {
         let at = self.inject?;
         (chunk.stream_offset <= at && at < chunk.stream_offset + chunk.len as u64).then(|| {
-            IoError::Read {
+            Error::Read {
                 path: self.files[chunk.file].path.clone(),
                 offset: chunk.read_offset,
                 len: chunk.read_len,
@@ -181,14 +181,14 @@ impl<K: BlockKernel> Shared<'_, K> {
     /// The short-read error for `chunk` when a read at `offset` found the file's end. Reports
     /// where the file ends now (it may have shrunk below `offset`; an O_DIRECT read past the end
     /// reports its own aligned start otherwise).
-    pub(super) fn short_read(&self, chunk: &Chunk, offset: u64) -> IoError {
+    pub(super) fn short_read(&self, chunk: &Chunk, offset: u64) -> Error {
         let file = &self.files[chunk.file];
         let end = file.file.metadata().map_or(offset, |m| m.len().min(offset));
-        IoError::ShortRead { path: file.path.clone(), offset: end, expected: chunk.extent_end }
+        Error::ShortRead { path: file.path.clone(), offset: end, expected: chunk.extent_end }
     }
 
     /// Reads `chunk` into `buf` with pread, resuming short reads. Returns the bytes read.
-    pub(super) fn pread(&self, chunk: &Chunk, buf: &mut [u8]) -> Result<usize, IoError> {
+    pub(super) fn pread(&self, chunk: &Chunk, buf: &mut [u8]) -> Result<usize, Error> {
         if let Some(e) = self.injected(chunk) {
             return Err(e);
         }
@@ -207,7 +207,7 @@ impl<K: BlockKernel> Shared<'_, K> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(source) => {
-                    return Err(IoError::Read {
+                    return Err(Error::Read {
                         path: file.path.clone(),
                         offset: at,
                         len: chunk.read_len - done,
@@ -228,7 +228,7 @@ impl<K: BlockKernel> Shared<'_, K> {
         data: &[u8],
         outbox: &mut Vec<Message<K::Partial>>,
         out: &mut WorkerOut,
-    ) -> Result<Vec<Applied>, IoError> {
+    ) -> Result<Vec<Applied>, Error> {
         debug_assert_eq!(data.len(), chunk.len);
         let pos = chunk.pos();
         let mut applied = Vec::new();
@@ -276,7 +276,7 @@ impl<K: BlockKernel> Shared<'_, K> {
         applied: Vec<Applied>,
         outbox: &mut Vec<Message<K::Partial>>,
         out: &mut WorkerOut,
-    ) -> Result<(), IoError> {
+    ) -> Result<(), Error> {
         for Applied { read, record } in applied {
             let partial = match record {
                 Some(SeamRecord { bytes, pos, pieces }) => {
@@ -368,10 +368,10 @@ impl<K: BlockKernel> Shared<'_, K> {
     }
 }
 
-/// Runs the kernel, turning a panic into [`IoError::Panicked`].
-fn call<K: BlockKernel>(kernel: &K, block: &Block<'_>) -> Result<K::Partial, IoError> {
+/// Runs the kernel, turning a panic into [`Error::Panicked`].
+fn call<K: BlockKernel>(kernel: &K, block: &Block<'_>) -> Result<K::Partial, Error> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel.process(block)))
-        .map_err(|payload| IoError::Panicked(format!("kernel: {}", panic_message(&*payload))))
+        .map_err(|payload| Error::Panicked(format!("kernel: {}", panic_message(&*payload))))
 }
 
 pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -391,7 +391,7 @@ pub(super) struct PanicGuard<'s, 'a, K: BlockKernel> {
 impl<K: BlockKernel> Drop for PanicGuard<'_, '_, K> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.shared.fail(IoError::Panicked(format!("{} thread", self.what)));
+            self.shared.fail(Error::Panicked(format!("{} thread", self.what)));
         }
     }
 }
@@ -416,5 +416,5 @@ pub(super) fn joined<K: BlockKernel, T: Default>(
     shared: &Shared<'_, K>,
     result: std::thread::Result<T>,
 ) -> T {
-    result.map_err(|p| shared.fail(IoError::Panicked(panic_message(&*p)))).unwrap_or_default()
+    result.map_err(|p| shared.fail(Error::Panicked(panic_message(&*p)))).unwrap_or_default()
 }

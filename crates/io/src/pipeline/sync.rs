@@ -13,7 +13,7 @@
 use std::sync::mpsc;
 
 use crate::trace::Span;
-use crate::{BlockKernel, IoError};
+use crate::{BlockKernel, Error};
 
 use super::settings::Settings;
 use super::shared::{EngineOut, IoOut, Message, PanicGuard, Shared, WorkerOut, joined, worker_tid};
@@ -34,9 +34,7 @@ pub(super) fn run<K: BlockKernel>(
                 .spawn_scoped(scope, move || sync_thread(shared, w, &tx));
             match h {
                 Ok(h) => handles.push(h),
-                Err(e) => {
-                    shared.fail(IoError::Panicked(format!("cannot start a sync thread: {e}")))
-                }
+                Err(e) => shared.fail(Error::Panicked(format!("cannot start a sync thread: {e}"))),
             }
         }
         handles.into_iter().map(|h| joined(shared, h.join())).collect()

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use sluice_io::{Block, BlockKernel, Copies, IoError, Plan, RecordLayout, Run, RunStats};
+use sluice_io::{Block, BlockKernel, Copies, Error, Plan, RecordLayout, Run, RunStats};
 
 struct Carry {
     bytes: Vec<u8>,
@@ -30,7 +30,7 @@ pub(crate) fn run<K: BlockKernel>(
     block_size: usize,
     kernel: &K,
     progress: Option<&AtomicU64>,
-) -> Result<Run<K::Partial>, IoError> {
+) -> Result<Run<K::Partial>, Error> {
     let mut partials = Vec::new();
     let stats = run_ordered(plan, block_size, kernel, progress, |p| partials.push(p))?;
     Ok(Run { partials, stats })
@@ -43,7 +43,7 @@ pub(crate) fn run_ordered<K: BlockKernel, F: FnMut(K::Partial)>(
     kernel: &K,
     progress: Option<&AtomicU64>,
     mut sink: F,
-) -> Result<RunStats, IoError> {
+) -> Result<RunStats, Error> {
     assert!(block_size > 0, "the reference reader needs a block size");
     let start = Instant::now();
     let mut copies = Copies::default();
@@ -53,7 +53,7 @@ pub(crate) fn run_ordered<K: BlockKernel, F: FnMut(K::Partial)>(
     let mut stream_offset = 0u64;
     for (index, extent) in plan.extents().iter().enumerate() {
         let file = File::open(&extent.path)
-            .map_err(|source| IoError::Open { path: extent.path.clone(), source })?;
+            .map_err(|source| Error::Open { path: extent.path.clone(), source })?;
         let mut done = 0u64;
         while done < extent.len {
             let len = (extent.len - done).min(block_size as u64) as usize;
@@ -164,11 +164,11 @@ fn read_exact_at(
     mut offset: u64,
     path: &std::path::Path,
     expected_end: u64,
-) -> Result<(), IoError> {
+) -> Result<(), Error> {
     while !buf.is_empty() {
         match file.read_at(buf, offset) {
             Ok(0) => {
-                return Err(IoError::ShortRead {
+                return Err(Error::ShortRead {
                     path: path.to_path_buf(),
                     offset,
                     expected: expected_end,
@@ -180,7 +180,7 @@ fn read_exact_at(
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(source) => {
-                return Err(IoError::Read {
+                return Err(Error::Read {
                     path: path.to_path_buf(),
                     offset,
                     len: buf.len(),

@@ -18,7 +18,7 @@ use sluice_io::{Budget, OutputFile, Reservation};
 
 use super::{Complex64, Direction, Fft, FftError, default_procs};
 use crate::npy::{NpyDtype, NpyHeader, read_header_as};
-use crate::{Endian, KernelError};
+use crate::{Endian, Error};
 
 /// The complex128 element type of a `.npy` descr (`<c16`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,13 +28,13 @@ pub struct Complex128 {
 }
 
 impl NpyDtype for Complex128 {
-    fn from_descr(path: &Path, descr: &str) -> Result<Complex128, KernelError> {
+    fn from_descr(path: &Path, descr: &str) -> Result<Complex128, Error> {
         let endian = match descr {
             "<c16" => Endian::Little,
             ">c16" => Endian::Big,
             "=c16" => Endian::native(),
             _ => {
-                return Err(KernelError::UnsupportedDtype {
+                return Err(Error::UnsupportedDtype {
                     path: path.to_path_buf(),
                     descr: descr.to_string(),
                     reason: "the FFT reads complex128 (c16) only".into(),
@@ -85,8 +85,8 @@ pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, FftError> {
     let bad = |reason: String| FftError::BadArray { path: path.to_path_buf(), reason };
     let reservation = budget
         .reserve(&format!("input {}", path.display()), (n * 16) as u64)
-        .map_err(KernelError::from)?;
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+        .map_err(Error::from)?;
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     file.seek(SeekFrom::Start(header.data_offset)).map_err(open_err)?;
     let mut data = Vec::new();
@@ -170,7 +170,7 @@ pub fn fft_file(
     let plan = Fft::new(n, p, config.direction).map_err(|e| in_file(input, e))?;
     let plan_time = started.elapsed();
     let hold = |what: &str, bytes: u64| {
-        budget.reserve(&format!("{what} of {}", input.display()), bytes).map_err(KernelError::from)
+        budget.reserve(&format!("{what} of {}", input.display()), bytes).map_err(Error::from)
     };
     // Rule 2: everything is reserved before the data is read.
     let out_reservation = hold("the FFT output", (n * 16) as u64)?;

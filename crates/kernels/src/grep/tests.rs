@@ -154,7 +154,7 @@ fn rule4_literals_regexes_case_and_invalid_utf8() {
     check(data, &GrepConfig { ignore_case: true, ..config("a.b") }, 4096);
     check(data, &GrepConfig { ignore_case: true, fixed_strings: true, ..config("A.b") }, 4096);
     let err = GrepKernel::new(&config("a("), Budget::unlimited()).unwrap_err();
-    assert!(matches!(err, KernelError::Pattern { .. }) && err.to_string().contains("a("), "{err}");
+    assert!(matches!(err, Error::Pattern { .. }) && err.to_string().contains("a("), "{err}");
     assert_eq!(escape_bytes(b"a\xffb\xc3\xa9\\"), "a\\xffb\u{e9}\\");
 }
 
@@ -187,7 +187,7 @@ fn rule6_listed_matches_beyond_the_budget_are_an_error() {
     let pipeline = PipelineBuilder::new().block_size(65536).build().unwrap();
     let c = GrepConfig { record_size: Some(100), count: false, ..config("a") };
     let err = grep(&p, &c, &pipeline, &budget).unwrap_err();
-    assert!(matches!(err, KernelError::Listing { .. }), "{err}");
+    assert!(matches!(err, Error::Listing { .. }), "{err}");
     let chain = format!("{err}: {}", std::error::Error::source(&err).unwrap());
     assert!(chain.contains("big.txt") && chain.contains("matching records"), "{chain}");
     // Counting needs no such memory.
@@ -206,7 +206,7 @@ fn grep_with_streams_in_file_order_and_stops_on_sink_error() {
     let mut seen = Vec::new();
     let r = grep_with(&p, &c, &pipeline, &Budget::unlimited(), |m| {
         seen.push(m.offset);
-        Ok::<(), KernelError>(())
+        Ok::<(), Error>(())
     })
     .unwrap();
     assert_eq!(seen.len() as u64, r.count);
@@ -214,7 +214,7 @@ fn grep_with_streams_in_file_order_and_stops_on_sink_error() {
     let mut calls = 0;
     let err = grep_with(&p, &c, &pipeline, &Budget::unlimited(), |_| {
         calls += 1;
-        Err(KernelError::BadHint { hint: "sink".into() })
+        Err(Error::BadHint { hint: "sink".into() })
     })
     .unwrap_err();
     assert_eq!((calls, err.to_string().contains("sink")), (1, true));

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::hints::{self, Hinted};
-use crate::{Endian, KernelError, Scalar};
+use crate::{Endian, Error, Scalar};
 
 /// Iterations when none are given (scikit-learn's `max_iter` default).
 pub const DEFAULT_MAX_ITER: usize = 300;
@@ -65,7 +65,7 @@ impl Default for KmeansConfig {
 impl Hinted for KmeansConfig {
     const KEYS: &'static str = "k, dims, dtype, endian, init, threshold, max_iter, seed, labels";
 
-    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
         match key {
             "k" => self.k = hints::parse_usize(key, value)?,
             "dims" => self.dims = Some(hints::parse_usize(key, value)?),
@@ -114,22 +114,22 @@ impl KmeansConfig {
     /// A config from hints alone.
     pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(
         pairs: &[(K, V)],
-    ) -> Result<KmeansConfig, KernelError> {
+    ) -> Result<KmeansConfig, Error> {
         let mut config = KmeansConfig::default();
         config.apply_hints(pairs)?;
         Ok(config)
     }
 
     /// Checks the values that need no file: `k ≥ 1`, `max_iter ≥ 1`, `dims ≥ 1`.
-    pub fn check(&self) -> Result<(), KernelError> {
+    pub fn check(&self) -> Result<(), Error> {
         if self.k == 0 {
-            return Err(KernelError::TooSmall { key: "k", value: 0, min: 1 });
+            return Err(Error::TooSmall { key: "k", value: 0, min: 1 });
         }
         if self.max_iter == 0 {
-            return Err(KernelError::TooSmall { key: "max_iter", value: 0, min: 1 });
+            return Err(Error::TooSmall { key: "max_iter", value: 0, min: 1 });
         }
         if self.dims == Some(0) {
-            return Err(KernelError::TooSmall { key: "dims", value: 0, min: 1 });
+            return Err(Error::TooSmall { key: "dims", value: 0, min: 1 });
         }
         Ok(())
     }

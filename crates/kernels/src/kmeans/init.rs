@@ -8,7 +8,7 @@ use std::path::Path;
 use sluice_io::Budget;
 
 use super::{KmeansError, Matrix};
-use crate::{Endian, KernelError, Scalar, npy};
+use crate::{Endian, Error, Scalar, npy};
 
 /// Records k-means++ samples at least (all of them when there are fewer).
 pub const PLUSPLUS_SAMPLE: u64 = 10_000;
@@ -74,7 +74,7 @@ pub(super) fn read_centres(
     if !header.dtype.scalar.is_float() {
         return Err(bad(format!("dtype {} is not f32 or f64", header.descr)));
     }
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(open_err)?;
     let mut bytes = vec![0u8; k * d * size];
     file.read_exact_at(&mut bytes, header.data_offset).map_err(open_err)?;
@@ -156,7 +156,7 @@ fn read_sample(m: &Matrix, rng: &mut Rng, want: u64) -> Result<Vec<f64>, KmeansE
         }
     }
     let path = &m.info.path;
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(open_err)?;
     let size = m.info.dtype.itemsize();
     let rec = m.d * size;

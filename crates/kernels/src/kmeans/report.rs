@@ -8,16 +8,16 @@ use serde::Serialize;
 use sluice_io::{OutputFile, RunStats};
 
 use super::{Init, KmeansConfig, Matrix};
-use crate::{KernelError, Scalar};
+use crate::{Error, Scalar};
 
-/// Everything that can go wrong in a k-means run: a [`KernelError`] (opening, the `.npy`
+/// Everything that can go wrong in a k-means run: a [`Error`] (opening, the `.npy`
 /// header, options, the pipeline) or one of the k-means checks. Variants name the file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KmeansError {
     /// Opening, header, option or pipeline errors.
     #[error(transparent)]
-    Kernel(#[from] KernelError),
+    Kernel(#[from] Error),
     /// The array is not `n` records of `d` values (rule 1).
     #[error("{path}: shape {shape:?}: {reason}")]
     Shape {
@@ -67,9 +67,9 @@ pub enum KmeansError {
     },
 }
 
-impl From<sluice_io::IoError> for KmeansError {
-    fn from(e: sluice_io::IoError) -> KmeansError {
-        KmeansError::Kernel(KernelError::Io(e))
+impl From<sluice_io::Error> for KmeansError {
+    fn from(e: sluice_io::Error) -> KmeansError {
+        KmeansError::Kernel(Error::Io(e))
     }
 }
 

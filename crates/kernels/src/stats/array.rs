@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::{Dtype, KernelError, npy};
+use crate::{Dtype, Error, npy};
 
 use super::StatsConfig;
 
@@ -35,19 +35,19 @@ impl ArrayInfo {
 
 /// Finds out what `path` holds (rule 8): a `.npy` if it starts with the magic or is named
 /// `*.npy`, else a raw array of `config.dtype`.
-pub fn open_array(path: &Path, config: &StatsConfig) -> Result<ArrayInfo, KernelError> {
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+pub fn open_array(path: &Path, config: &StatsConfig) -> Result<ArrayInfo, Error> {
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let meta = file.metadata().map_err(open_err)?;
     if !meta.is_file() {
-        return Err(KernelError::NotAFile { path: path.to_path_buf() });
+        return Err(Error::NotAFile { path: path.to_path_buf() });
     }
     let mut prefix = Vec::with_capacity(npy::MAGIC.len());
     (&mut file).take(npy::MAGIC.len() as u64).read_to_end(&mut prefix).map_err(open_err)?;
     let named_npy = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
     if npy::has_magic(&prefix) || named_npy {
         let header = npy::read_header(path)?;
-        let mismatch = |what, given: String, header: String| KernelError::DtypeMismatch {
+        let mismatch = |what, given: String, header: String| Error::DtypeMismatch {
             path: path.to_path_buf(),
             what,
             given,
@@ -70,12 +70,11 @@ pub fn open_array(path: &Path, config: &StatsConfig) -> Result<ArrayInfo, Kernel
             npy: Some(header),
         });
     }
-    let scalar =
-        config.dtype.ok_or_else(|| KernelError::RawNeedsDtype { path: path.to_path_buf() })?;
+    let scalar = config.dtype.ok_or_else(|| Error::RawNeedsDtype { path: path.to_path_buf() })?;
     let dtype = Dtype::new(scalar, config.endian.unwrap_or_default());
     let len = meta.len();
     if len % dtype.itemsize() as u64 != 0 {
-        return Err(KernelError::RawSize {
+        return Err(Error::RawSize {
             path: path.to_path_buf(),
             len,
             dtype: scalar.name().into(),

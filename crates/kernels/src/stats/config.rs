@@ -2,7 +2,7 @@
 //! they ask for (rule 6).
 
 use crate::hints::{self, Hinted};
-use crate::{Endian, KernelError, Scalar};
+use crate::{Endian, Error, Scalar};
 
 /// Bins when only a range is given (NumPy's default).
 pub const DEFAULT_BINS: usize = 10;
@@ -23,7 +23,7 @@ pub struct StatsConfig {
 impl Hinted for StatsConfig {
     const KEYS: &'static str = "dtype, endian, bins, range";
 
-    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
         match key {
             "dtype" => {
                 self.dtype = Some(Scalar::parse(value).ok_or_else(|| {
@@ -52,24 +52,24 @@ impl StatsConfig {
     /// A config from hints alone.
     pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(
         pairs: &[(K, V)],
-    ) -> Result<StatsConfig, KernelError> {
+    ) -> Result<StatsConfig, Error> {
         let mut config = StatsConfig::default();
         config.apply_hints(pairs)?;
         Ok(config)
     }
 
     /// The histogram to count, if any: `(bins, lo, hi)` after NumPy's range rules (rule 6).
-    pub fn histogram(&self) -> Result<Option<(usize, f64, f64)>, KernelError> {
+    pub fn histogram(&self) -> Result<Option<(usize, f64, f64)>, Error> {
         let (bins, (lo, hi)) = match (self.bins, self.range) {
             (None, None) => return Ok(None),
-            (Some(bins), None) => return Err(KernelError::BinsWithoutRange { bins }),
+            (Some(bins), None) => return Err(Error::BinsWithoutRange { bins }),
             (bins, Some(range)) => (bins.unwrap_or(DEFAULT_BINS), range),
         };
         if bins == 0 {
-            return Err(KernelError::TooSmall { key: "bins", value: 0, min: 1 });
+            return Err(Error::TooSmall { key: "bins", value: 0, min: 1 });
         }
         if !(lo.is_finite() && hi.is_finite()) || lo > hi {
-            return Err(KernelError::BadRange { lo, hi });
+            return Err(Error::BadRange { lo, hi });
         }
         Ok(Some(if lo == hi { (bins, lo - 0.5, hi + 0.5) } else { (bins, lo, hi) }))
     }

@@ -438,10 +438,10 @@ fn rule8_bad_inputs_are_typed_errors_naming_the_file() {
     let odd = dir.path().join("odd.raw");
     std::fs::write(&odd, [0u8; 13]).unwrap();
     let err = run(&odd, &StatsConfig { dtype: Some(Scalar::F32), ..Default::default() });
-    assert!(matches!(err, KernelError::RawSize { len: 13, itemsize: 4, .. }), "{err}");
+    assert!(matches!(err, Error::RawSize { len: 13, itemsize: 4, .. }), "{err}");
     assert!(err.to_string().contains("odd.raw") && err.to_string().contains("13"), "{err}");
     let err = run(&odd, &StatsConfig::default());
-    assert!(matches!(err, KernelError::RawNeedsDtype { .. }), "{err}");
+    assert!(matches!(err, Error::RawNeedsDtype { .. }), "{err}");
     // Library errors speak the library's language; the CLI adds its flag names (issue 10).
     assert!(err.to_string().contains("no dtype") && !err.to_string().contains("--"), "{err}");
     let npy_path = dir.path().join("a.npy");
@@ -449,10 +449,10 @@ fn rule8_bad_inputs_are_typed_errors_naming_the_file() {
     f.extend_from_slice(&[0u8; 16]);
     std::fs::write(&npy_path, f).unwrap();
     let err = run(&npy_path, &StatsConfig { dtype: Some(Scalar::I64), ..Default::default() });
-    assert!(matches!(err, KernelError::DtypeMismatch { what: "dtype", .. }), "{err}");
+    assert!(matches!(err, Error::DtypeMismatch { what: "dtype", .. }), "{err}");
     assert!(!err.to_string().contains("--"), "{err}");
     let err = run(&npy_path, &StatsConfig { endian: Some(Endian::Big), ..Default::default() });
-    assert!(matches!(err, KernelError::DtypeMismatch { what: "endian", .. }), "{err}");
+    assert!(matches!(err, Error::DtypeMismatch { what: "endian", .. }), "{err}");
     let config = StatsConfig {
         dtype: Some(Scalar::F64),
         endian: Some(Endian::Little),
@@ -463,9 +463,9 @@ fn rule8_bad_inputs_are_typed_errors_naming_the_file() {
         2
     );
     let err = run(&dir.path().join("missing.f64"), &config);
-    assert!(matches!(err, KernelError::Open { .. }) && err.to_string().contains("missing.f64"));
+    assert!(matches!(err, Error::Open { .. }) && err.to_string().contains("missing.f64"));
     let err = run(dir.path(), &config);
-    assert!(matches!(err, KernelError::NotAFile { .. }), "{err}");
+    assert!(matches!(err, Error::NotAFile { .. }), "{err}");
     let fake = dir.path().join("fake.npy");
     std::fs::write(&fake, b"not numpy at all").unwrap();
     let err = run(&fake, &StatsConfig::default());

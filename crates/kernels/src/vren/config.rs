@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::hints::{self, Hinted};
-use crate::{KernelError, Scalar};
+use crate::{Error, Scalar};
 
 /// The axis the rays run along (rule 2 of [`super`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,7 +83,7 @@ pub const PRESETS: &str = "gray, hot, cool";
 impl Hinted for VrenConfig {
     const KEYS: &'static str = "shape, dtype, axis, mode, transfer, range, size";
 
-    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+    fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
         match key {
             "shape" => {
                 let dims = parse_list(value).filter(|d| d.len() == 3 && d.iter().all(|&n| n > 0));
@@ -160,9 +160,7 @@ fn parse_list(value: &str) -> Option<Vec<u64>> {
 
 impl VrenConfig {
     /// A config from hints alone.
-    pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(
-        pairs: &[(K, V)],
-    ) -> Result<VrenConfig, KernelError> {
+    pub fn from_hints<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<VrenConfig, Error> {
         let mut config = VrenConfig::default();
         config.apply_hints(pairs)?;
         Ok(config)

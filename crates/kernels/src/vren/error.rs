@@ -1,9 +1,9 @@
-//! The errors of a rendering pass: the crate's [`KernelError`] plus what only volumes, transfer
+//! The errors of a rendering pass: the crate's [`Error`] plus what only volumes, transfer
 //! functions and images can get wrong.
 
 use std::path::PathBuf;
 
-use crate::KernelError;
+use crate::Error;
 
 /// Everything that can go wrong in [`render`](super::render). Variants about a file name it
 /// (and the line, for a transfer-function file).
@@ -12,7 +12,7 @@ use crate::KernelError;
 pub enum VrenError {
     /// An error shared with the other kernels (reading, `.npy` headers, options, the pipeline).
     #[error(transparent)]
-    Kernel(#[from] KernelError),
+    Kernel(#[from] Error),
     /// A raw file without a shape.
     #[error("{path}: a raw volume needs a shape X,Y,Z")]
     NeedsShape {
@@ -66,8 +66,8 @@ pub enum VrenError {
     },
 }
 
-impl From<sluice_io::IoError> for VrenError {
-    fn from(e: sluice_io::IoError) -> VrenError {
-        VrenError::Kernel(KernelError::Io(e))
+impl From<sluice_io::Error> for VrenError {
+    fn from(e: sluice_io::Error) -> VrenError {
+        VrenError::Kernel(Error::Io(e))
     }
 }

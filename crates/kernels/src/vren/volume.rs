@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::{Dtype, Endian, KernelError, Scalar, npy};
+use crate::{Dtype, Endian, Error, Scalar, npy};
 
 use super::{VrenConfig, VrenError};
 
@@ -37,11 +37,11 @@ impl Volume {
 /// Finds out what `path` holds: a `.npy` if it starts with the magic or is named `*.npy`, else
 /// a raw volume of `config.shape` and `config.dtype`.
 pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError> {
-    let open_err = |source| KernelError::Open { path: path.to_path_buf(), source };
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let meta = file.metadata().map_err(open_err)?;
     if !meta.is_file() {
-        return Err(KernelError::NotAFile { path: path.to_path_buf() }.into());
+        return Err(Error::NotAFile { path: path.to_path_buf() }.into());
     }
     let mut prefix = Vec::with_capacity(npy::MAGIC.len());
     (&mut file).take(npy::MAGIC.len() as u64).read_to_end(&mut prefix).map_err(open_err)?;
@@ -65,7 +65,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError
             )));
         }
         if let Some(s) = config.dtype.filter(|&s| s != h.dtype.scalar) {
-            return Err(KernelError::DtypeMismatch {
+            return Err(Error::DtypeMismatch {
                 path: path.to_path_buf(),
                 what: "dtype",
                 given: s.name().into(),
@@ -76,7 +76,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError
         Volume { path: path.to_path_buf(), shape, dtype: h.dtype, data_offset: h.data_offset }
     } else {
         let scalar =
-            config.dtype.ok_or_else(|| KernelError::RawNeedsDtype { path: path.to_path_buf() })?;
+            config.dtype.ok_or_else(|| Error::RawNeedsDtype { path: path.to_path_buf() })?;
         let shape =
             config.shape.ok_or_else(|| VrenError::NeedsShape { path: path.to_path_buf() })?;
         Volume {
@@ -88,7 +88,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError
     };
     let supported = matches!(volume.dtype.scalar, Scalar::F32 | Scalar::U8 | Scalar::U16);
     if !supported || (volume.dtype.itemsize() > 1 && volume.dtype.endian != Endian::native()) {
-        return Err(KernelError::UnsupportedDtype {
+        return Err(Error::UnsupportedDtype {
             path: path.to_path_buf(),
             descr: volume.dtype.descr(),
             reason: "volumes are little-endian f32, u8 or u16".into(),
