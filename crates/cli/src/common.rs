@@ -126,6 +126,24 @@ impl PipelineArgs {
     }
 }
 
+/// Sets a kernel's parameters from its named flags (`(hint key, value)`, in order), then from
+/// `--hint KEY=VALUE` strings, which come later and so win (`sluice_kernels::hints` rule 3).
+/// An error names the flag it came from.
+pub(crate) fn apply_flags<C: sluice_kernels::Hinted>(
+    config: &mut C,
+    flags: &[(&str, &Option<String>)],
+    hints: &[String],
+) -> anyhow::Result<()> {
+    for (key, value) in flags {
+        if let Some(value) = value {
+            config
+                .apply_hint(key, value)
+                .with_context(|| format!("--{}", key.replace('_', "-")))?;
+        }
+    }
+    config.apply_hints(&sluice_kernels::hints::parse_pairs(hints)?).context("--hint")
+}
+
 /// A progress bar on stderr, shown only on a terminal and only once a pass has run for a second.
 /// The pass reports done units through the shared counter.
 pub(crate) struct Progress {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use sluice_kernels::Error as KernelError;
 use sluice_kernels::kmeans::{KmeansConfig, KmeansError, KmeansReport};
-use sluice_kernels::{Error as KernelError, Hinted, hints};
 
 use crate::common::{DirectArg, PipelineArgs, Progress};
 
@@ -78,14 +78,7 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
         ("seed", &args.seed),
         ("labels", &args.labels),
     ];
-    for (key, value) in flags {
-        if let Some(value) = value {
-            config
-                .apply_hint(key, value)
-                .with_context(|| format!("--{}", key.replace('_', "-")))?;
-        }
-    }
-    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
+    crate::common::apply_flags(&mut config, &flags, &args.hints)?;
     if config.k == 0 {
         anyhow::bail!("give the number of clusters with --k (at least 1)");
     }

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use sluice_kernels::{Error as KernelError, Hinted, StatsConfig, StatsReport, hints};
+use sluice_kernels::{Error as KernelError, StatsConfig, StatsReport};
 
 use crate::common::{self, Layout, PipelineArgs, Progress};
 
@@ -51,12 +50,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
         ("bins", &args.bins),
         ("range", &args.range),
     ];
-    for (key, value) in flags {
-        if let Some(value) = value {
-            config.apply_hint(key, value)?;
-        }
-    }
-    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
+    crate::common::apply_flags(&mut config, &flags, &args.hints)?;
     let budget = args.pipeline.budget()?;
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let progress = Progress::start("stats", total, true);

@@ -5,9 +5,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use sluice_kernels::Error as KernelError;
 use sluice_kernels::vren::{VrenConfig, VrenError};
-use sluice_kernels::{Error as KernelError, Hinted, hints};
 
 use crate::common::{PipelineArgs, Progress};
 
@@ -74,12 +73,7 @@ pub(crate) fn run(args: VrenArgs) -> anyhow::Result<ExitCode> {
         ("range", &args.range),
         ("size", &args.size),
     ];
-    for (key, value) in flags {
-        if let Some(value) = value {
-            config.apply_hint(key, value).with_context(|| format!("--{key}"))?;
-        }
-    }
-    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
+    crate::common::apply_flags(&mut config, &flags, &args.hints)?;
     let budget = args.pipeline.budget()?;
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let progress = Progress::start("vren", total, true);
