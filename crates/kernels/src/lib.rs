@@ -43,8 +43,10 @@
 //! ```
 //!
 //! # Modules
-//! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but `fft/exchange.rs`, which registers
-//! the FFT's buffers as BSP slots (`#[allow(unsafe_code)]`, one `// SAFETY:` per block).
+//! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but the two marked `*`:
+//! `fft/exchange.rs`, which registers the FFT's buffers as BSP slots, and `kmeans/simd.rs`, which
+//! calls the AVX2+FMA distance loop after a run-time CPU check (`#[allow(unsafe_code)]`, one
+//! `// SAFETY:` per block).
 //!
 //! ```text
 //! stats.rs             the stats pass: contract, stats()
@@ -54,6 +56,20 @@
 //!   stats/histogram.rs NumPy's bin assignment; counts in scratch arrays or atomics
 //!   stats/report.rs    Figures, StatsReport and Number, as they print in JSON
 //! grep.rs              the grep pass: GrepConfig, GrepKernel, grep(), grep_with()
+//! kmeans.rs            k-means (Lloyd), one streaming pass per iteration: contract, kmeans()
+//!   kmeans/config.rs   KmeansConfig and Init, from fields or hints
+//!   kmeans/init.rs     initial centres: a file, or k-means++ on a seeded sample
+//!   kmeans/assign.rs   the assignment loop (nearest centre by ||c||² − 2x·c)
+//!   kmeans/simd.rs*    the AVX2+FMA version of that loop, chosen at run time
+//!   kmeans/kernel.rs   the block kernel, per-block sums, the file-order fold and update step
+//!   kmeans/report.rs   KmeansReport, the centres file, KmeansError
+//! vren.rs              volume rendering (MIP, front-to-back compositing) to PNG: contract
+//!   vren/config.rs     VrenConfig, from fields or hints
+//!   vren/volume.rs     the volume's layout: raw or .npy, shape, dtype
+//!   vren/transfer.rs   transfer functions: presets and the `VALUE R G B A` file format
+//!   vren/kernel.rs     the slab kernel and the ordered compositing fold
+//!   vren/image.rs      the picture: resize, PNG out (atomic)
+//!   vren/error.rs      VrenError
 //! fft.rs               the BSP FFT (Bisseling–Inda): contract, Fft, fft(), ifft(), FftError
 //!   fft/spmd.rs        one process's steps; LocalFft and fft_spmd for running BSP programs
 //!   fft/exchange.rs*   the one redistribution superstep (registers buffers: unsafe)
