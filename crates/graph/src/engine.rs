@@ -347,15 +347,23 @@ struct Pass<'a, K: EdgeKernel> {
     prev: &'a [K::State],
 }
 
-impl<K: EdgeKernel> Pass<'_, K> {
-    /// `gather` of edge `s → d` behind the frontier filter.
-    #[inline(always)]
-    fn gather(&self, s: VertexId, w: f64) -> Option<K::Value> {
-        if K::FRONTIER && !self.active.contains(s) {
-            return None;
-        }
-        self.kernel.gather(s, self.prev, w)
+/// `gather` of edge `s → d` behind the frontier filter. The hot loops take the kernel, the
+/// active set and `prev` as separate reference parameters, not inside a [`Pass`]: a reference
+/// parameter is known not to alias the state being written, so the kernel's arrays stay in
+/// registers across the loop (reached through a `Pass`, they were reloaded after every write:
+/// in-memory PageRank ran 15-20 % slower).
+#[inline(always)]
+fn gather_edge<K: EdgeKernel>(
+    k: &K,
+    active: &VertexSet,
+    prev: &[K::State],
+    s: VertexId,
+    w: f64,
+) -> Option<K::Value> {
+    if K::FRONTIER && !active.contains(s) {
+        return None;
     }
+    k.gather(s, prev, w)
 }
 
 fn block_error(path: &Path, b: usize, p: usize) -> Error {

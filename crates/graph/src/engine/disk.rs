@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use sluice_io::{Block, BlockKernel, Plan, RecordLayout, RunStats};
 
-use super::{EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode};
+use super::{
+    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode, gather_edge,
+};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -356,7 +358,14 @@ fn gather_pieces<K: EdgeKernel>(pass: &Pass<'_, K>, pieces: &[Piece]) -> Vec<(Ve
     let mut out = Vec::with_capacity(pieces.iter().map(|x| x.edges.len() / 8).sum());
     for x in pieces {
         let w = x.weights.as_ref().map(|(w, r)| &w[r.clone()]);
-        block_to_values(pass, x.sbase, x.dbase, &x.edges, w, &mut out);
+        block_to_values(
+            pass.kernel,
+            pass.active,
+            pass.prev,
+            (x.sbase, x.dbase),
+            (&x.edges, w),
+            &mut out,
+        );
     }
     out
 }
@@ -449,7 +458,14 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
             part.pieces.push((bi, crc, bytes.len() as u64));
             let (sbase, dbase) = ((br.sp * self.psize) as u32, (e.dp * self.psize) as u32);
             match &mut part.values {
-                Values::Ready(out) => block_to_values(self.pass, sbase, dbase, bytes, None, out),
+                Values::Ready(out) => block_to_values(
+                    self.pass.kernel,
+                    self.pass.active,
+                    self.pass.prev,
+                    (sbase, dbase),
+                    (bytes, None),
+                    out,
+                ),
                 Values::Deferred(pieces) => pieces.push(Piece {
                     sbase,
                     dbase,
@@ -467,14 +483,13 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
 /// The hot loop of the streaming mode: edges of one block piece (sorted by `(d, s)`) reduced
 /// into one value per destination run; `weights` holds 8 bytes per edge.
 fn block_to_values<K: EdgeKernel>(
-    pass: &Pass<'_, K>,
-    sbase: u32,
-    dbase: u32,
-    data: &[u8],
-    weights: Option<&[u8]>,
+    k: &K,
+    active: &VertexSet,
+    prev: &[K::State],
+    (sbase, dbase): (u32, u32),
+    (data, weights): (&[u8], Option<&[u8]>),
     out: &mut Vec<(VertexId, K::Value)>,
 ) {
-    let k = pass.kernel;
     let mut cur = u32::MAX;
     let mut acc: Option<K::Value> = None;
     let mut edge = |s: u32, d: u32, w: f64| {
@@ -484,7 +499,7 @@ fn block_to_values<K: EdgeKernel>(
             }
             cur = d;
         }
-        if let Some(v) = pass.gather(sbase + s, w) {
+        if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
             acc = Some(match acc {
                 Some(a) => k.combine(a, v),
                 None => v,

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode};
+use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode, gather_edge};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -74,11 +74,11 @@ impl Graph {
                         edges += (hi - lo) as u64;
                         let w = weights.as_ref().filter(|_| K::WEIGHTED).map(|w| &w[lo..hi]);
                         changed += block_into_state(
-                            pass,
-                            (sp * psize) as u32,
-                            (dp * psize) as u32,
-                            &data[lo * 4..hi * 4],
-                            w,
+                            pass.kernel,
+                            pass.active,
+                            pass.prev,
+                            ((sp * psize) as u32, (dp * psize) as u32),
+                            (&data[lo * 4..hi * 4], w),
                             slice,
                             bits,
                         );
@@ -107,22 +107,21 @@ impl Graph {
 /// newly set in `bits`.
 #[inline]
 fn block_into_state<K: EdgeKernel>(
-    pass: &Pass<'_, K>,
-    sbase: u32,
-    dbase: u32,
-    data: &[u8],
-    weights: Option<&[f64]>,
+    k: &K,
+    active: &VertexSet,
+    prev: &[K::State],
+    (sbase, dbase): (u32, u32),
+    (data, weights): (&[u8], Option<&[f64]>),
     state: &mut [K::State],
     bits: &mut [u64],
 ) -> u64 {
-    let k = pass.kernel;
     let mut changed = 0u64;
     let mut edge = |s: u32, d: u32, w: f64| {
         let st = &mut state[d as usize];
         if !k.cond(dbase + d, st) {
             return;
         }
-        if let Some(v) = pass.gather(sbase + s, w) {
+        if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
             if k.apply(dbase + d, v, st) {
                 let (wi, b) = ((d / 64) as usize, d % 64);
                 if bits[wi] & (1 << b) == 0 {
