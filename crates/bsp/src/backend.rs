@@ -123,3 +123,17 @@ pub(crate) trait Backend {
     where
         F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync;
 }
+
+/// The allocation check of `resize_message_queue`, shared by the backends: growing a queue of
+/// `R` requests from `current` to `max_msgs` entries must be possible now, or the call fails as
+/// mitigable `OutOfMemory` and has no effect (LPF); the new capacity itself takes effect at the
+/// next sync.
+pub(crate) fn check_queue_growth<R>(current: usize, max_msgs: usize) -> Result<(), Error> {
+    if max_msgs > current {
+        let mut probe: Vec<R> = Vec::new();
+        if probe.try_reserve_exact(max_msgs).is_err() {
+            return Err(Error::OutOfMemory { what: "message queue", requested: max_msgs });
+        }
+    }
+    Ok(())
+}

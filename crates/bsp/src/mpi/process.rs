@@ -297,12 +297,7 @@ impl Backend for MpiProcess {
 
     fn resize_message_queue(&mut self, max_msgs: usize) -> Result<(), Error> {
         self.check_live()?;
-        if max_msgs > self.msg_capacity {
-            let mut probe: Vec<PutReq> = Vec::new();
-            if probe.try_reserve_exact(max_msgs).is_err() {
-                return Err(Error::OutOfMemory { what: "message queue", requested: max_msgs });
-            }
-        }
+        crate::backend::check_queue_growth::<PutReq>(self.msg_capacity, max_msgs)?;
         self.pending_msg_capacity = Some(max_msgs);
         Ok(())
     }
