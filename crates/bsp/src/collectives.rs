@@ -1,5 +1,5 @@
 //! Collectives written with the BSP primitives only: broadcast, reduce, allreduce, gather,
-//! allgather, alltoall.
+//! allgather (also of records of different lengths: `allgather_varied`), alltoall.
 //!
 //! # Contract
 //! 1. Every function is collective: all processes of the section call it in the same order
@@ -18,6 +18,7 @@
 //! | `broadcast` | 2 (1 if n < 64·p) | ≈ 2n (two-phase: scatter, then allgather) |
 //! | `gather`, `reduce` | 1 | (p−1)·n at the root |
 //! | `allgather` | 1 | (p−1)·n |
+//! | `allgather_varied` | 2 | (p−1)·(8 + the longest n) |
 //! | `alltoall` | 1 | (p−1)/p · n |
 //! | `allreduce` | 2 | ≈ 2n (reduce-scatter, then allgather) |
 
@@ -178,6 +179,24 @@ pub fn allgather<T: Elem>(ctx: &mut Ctx, mine: &[T], out: &mut [T]) -> Result<()
     };
     let result = run(ctx);
     result.and(release(ctx, &[buf]))
+}
+
+/// Every process's `mine`, of any length, on every process, in pid order: one allgather of
+/// the lengths, then one of the records padded to the longest.
+pub fn allgather_varied(ctx: &mut Ctx, mine: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+    let p = ctx.nprocs() as usize;
+    let mut lens = vec![0u64; p];
+    allgather(ctx, &[mine.len() as u64], &mut lens)?;
+    let longest = lens.iter().copied().max().unwrap_or(0) as usize;
+    let mut padded = mine.to_vec();
+    padded.resize(longest, 0);
+    let mut all = vec![0u8; longest * p];
+    allgather(ctx, &padded, &mut all)?;
+    let records = lens
+        .iter()
+        .enumerate()
+        .map(|(r, &len)| all[r * longest..r * longest + len as usize].to_vec());
+    Ok(records.collect())
 }
 
 /// Personalised all-to-all: block `d` of `send` (blocks of `send.len() / p` elements) goes to

@@ -126,4 +126,14 @@ pub enum Error {
     /// The run was cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
+    /// A rank's stripe would begin inside a record (`placement` rule 2).
+    #[error("{path}: a stripe boundary at offset {offset} is inside a {record}-byte record")]
+    StripeUnaligned {
+        /// The file.
+        path: PathBuf,
+        /// The boundary.
+        offset: u64,
+        /// The record size.
+        record: usize,
+    },
 }

@@ -40,6 +40,7 @@
 //! ```text
 //! lib.rs               Block, BlockKernel, Engine, DirectMode, Backend, PipelineBuilder, Pipeline
 //! plan.rs              Plan: the extents read as one stream, and the record layout
+//! placement.rs         which bytes each rank of a distributed run reads: stripes and parts
 //! pipeline.rs          a run from start to end: pool reservation, reorder buffer, figures
 //!   pipeline/README.md a block's life cycle and how a run stops
 //!   pipeline/settings.rs  the run's settings, every "choose" resolved and checked
@@ -67,6 +68,7 @@ mod error;
 pub mod memory;
 pub mod output;
 mod pipeline;
+pub mod placement;
 mod plan;
 mod pool;
 mod queue;

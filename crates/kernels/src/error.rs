@@ -161,4 +161,34 @@ pub enum Error {
         /// The regex crate's explanation, on one line.
         reason: String,
     },
+    /// A BSP collective of a distributed kernel failed (a peer died, or the section failed).
+    #[error("exchange between processes failed")]
+    Bsp(#[from] sluice_bsp::Error),
+    /// This process failed in a distributed run (`dist` rule 3).
+    #[error("rank {rank}")]
+    OnRank {
+        /// This process's rank.
+        rank: usize,
+        /// Its error.
+        #[source]
+        source: Box<Error>,
+    },
+    /// Another process of a distributed run failed (`dist` rule 3).
+    #[error("rank {rank} failed: {message}")]
+    PeerFailed {
+        /// The lowest rank that failed.
+        rank: usize,
+        /// Its error, as it printed it.
+        message: String,
+    },
+    /// The parts of a distributed dataset hold different dtypes.
+    #[error("rank {rank}'s part holds {dtype}, another part holds {first}")]
+    PartsDisagree {
+        /// A rank whose part disagrees.
+        rank: usize,
+        /// Its dtype.
+        dtype: String,
+        /// The dtype of an earlier part.
+        first: String,
+    },
 }

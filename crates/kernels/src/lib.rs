@@ -16,6 +16,9 @@
 //! `key=value` pairs with the same keys as the CLI flags ([`hints`]). Errors are one type,
 //! [`Error`], whose messages name the file (and byte offset where there is one).
 //!
+//! - [`dist`]: the same kernels on every process of a BSP section (MPI ranks under `mpirun`),
+//!   each reading its own stripe or parts, partials combined by collectives (issue 12).
+//!
 //! Front ends that make their own inputs (the demo, benchmarks) can write `.npy` headers with
 //! [`npy::write_header`].
 //!
@@ -85,6 +88,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod dist;
 mod dtype;
 mod error;
 pub mod fft;

@@ -51,7 +51,7 @@ pub(crate) fn sum_slice(vals: &[f64]) -> f64 {
 
 /// A Neumaier (improved Kahan–Babuška) compensated running sum: folding block sums with it keeps
 /// the error of the fold near one rounding, whatever the number of blocks.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Neumaier {
     sum: f64,
     compensation: f64,
@@ -67,6 +67,25 @@ impl Neumaier {
             self.compensation += (x - t) + self.sum;
         }
         self.sum = t;
+    }
+
+    /// The compensated sum of `self`'s terms followed by `right`'s (the combine of two
+    /// partial sums in the tree of `dist::tree`).
+    pub(crate) fn merge(&self, right: &Neumaier) -> Neumaier {
+        let mut out = *self;
+        out.add(right.sum);
+        out.compensation += right.compensation;
+        out
+    }
+
+    /// `(sum, compensation)`, for moving a partial sum between processes.
+    pub(crate) fn to_parts(self) -> (f64, f64) {
+        (self.sum, self.compensation)
+    }
+
+    /// The partial sum with these parts (the inverse of [`Neumaier::to_parts`]).
+    pub(crate) fn from_parts(sum: f64, compensation: f64) -> Neumaier {
+        Neumaier { sum, compensation }
     }
 
     /// The sum. Non-finite sums are returned as the plain sum (the compensation is NaN then).

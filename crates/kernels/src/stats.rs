@@ -4,7 +4,8 @@
 //! The input is a `.npy` file (header parsed by [`crate::npy`]) or a raw file of one
 //! [`Scalar`](crate::Scalar) type in one byte order. The pass reads the data extent (after the header) as
 //! `Fixed(itemsize)` records; every block yields a [`BlockStats`], and [`StatsKernel::finish`]
-//! folds them in stream order.
+//! combines them in a fixed tree
+//! over block indices (`dist::tree`).
 //!
 //! # Contract
 //! 1. `count` is the number of elements (`product(shape)`, NumPy's `size`); `nan_count` of them
@@ -12,8 +13,9 @@
 //!    is `count - nan_count`.
 //! 2. `sum`: for integer dtypes the exact sum, accumulated in 128 bits and printed as a JSON
 //!    integer. For floats: **pairwise** summation (NumPy's algorithm, blocks of 128 in 8
-//!    accumulators) over chunks of 1024 values, and the chunk sums folded in stream order with
-//!    **Neumaier** compensated summation, within a block and across blocks. The error is at most
+//!    accumulators) over chunks of 1024 values, the chunk sums folded in stream order with
+//!    **Neumaier** compensated summation within a block, and the block sums combined in the
+//!    canonical tree over block indices (`dist::tree`), each combine a compensated addition. The error is at most
 //!    that of NumPy's pairwise `nansum`; the two agree to about 1e-14 relative on data without
 //!    heavy cancellation. f32 data is widened to f64 first (NumPy accumulates f32 in f32; compare
 //!    with `nansum(a.astype(float64))`).
@@ -41,7 +43,8 @@
 //!    over the elements in file order. Integer figures, counts and the histogram do not depend on
 //!    the block size either; float sums and variances depend on it only through rounding (the
 //!    grouping of the pairwise sums), and for a fixed block size they are bitwise reproducible,
-//!    since partials are folded in stream order, never in completion order.
+//!    since partials combine in a fixed tree over block indices, never in completion order.
+//!    A distributed run (`dist`) combines the same blocks in the same tree: the same bits.
 //! 8. Bad input is a typed error before the pass starts: a raw file whose size is not a multiple
 //!    of the item size, a raw file without a dtype, a dtype or byte order that disagrees with a
 //!    `.npy` header, a truncated or malformed `.npy`, an unsupported dtype.
@@ -78,7 +81,8 @@ use crate::Error;
 
 pub use array::{ArrayInfo, open_array};
 pub use config::{DEFAULT_BINS, StatsConfig};
-pub use kernel::{BlockStats, CHUNK, StatsFold, StatsKernel};
+pub use kernel::{BlockStats, CHUNK, StatsFold, StatsKernel, StatsNode};
+pub(crate) use kernel::figures;
 pub use report::{Figures, Histogram, Number, StatsReport};
 
 /// Computes the statistics of the array in `path` in one pass of `pipeline` (rules 1–8),

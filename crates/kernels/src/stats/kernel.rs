@@ -3,6 +3,7 @@
 
 use sluice_io::{Block, BlockKernel};
 
+use crate::dist::tree::{Combine, TreeFold};
 use crate::pairwise::{self, Neumaier};
 use crate::{Dtype, Endian, Scalar};
 
@@ -13,23 +14,23 @@ use super::{Figures, Histogram, Number};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BlockStats {
     /// Elements.
-    total: u64,
+    pub(crate) total: u64,
     /// NaNs.
-    nan: u64,
+    pub(crate) nan: u64,
     /// Non-NaN elements.
-    n: u64,
+    pub(crate) n: u64,
     /// Float sum (pairwise) of the non-NaN values.
-    fsum: f64,
+    pub(crate) fsum: f64,
     /// Exact integer sum.
-    isum: i128,
-    fmin: f64,
-    fmax: f64,
-    imin: i128,
-    imax: i128,
+    pub(crate) isum: i128,
+    pub(crate) fmin: f64,
+    pub(crate) fmax: f64,
+    pub(crate) imin: i128,
+    pub(crate) imax: i128,
     /// Mean of the block's values (for the variance merge).
-    mean: f64,
+    pub(crate) mean: f64,
     /// Sum of squared deviations from `mean`.
-    m2: f64,
+    pub(crate) m2: f64,
 }
 
 impl BlockStats {
@@ -51,7 +52,7 @@ impl BlockStats {
         self.n += n;
     }
 
-    fn empty() -> BlockStats {
+    pub(crate) fn empty() -> BlockStats {
         BlockStats {
             total: 0,
             nan: 0,
@@ -233,61 +234,97 @@ impl StatsKernel {
     }
 }
 
-/// A running fold of [`BlockStats`] in stream order (rule 7); the sink of
-/// [`Pipeline::run_ordered`](sluice_io::Pipeline::run_ordered).
-#[derive(Debug, Clone)]
-pub struct StatsFold {
-    total: BlockStats,
-    fsum: Neumaier,
+/// The figures of a run of consecutive blocks: a node of the combine tree (`dist::tree`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatsNode {
+    pub(crate) stats: BlockStats,
+    /// The compensated float sum (`stats.fsum` is unused in a node).
+    pub(crate) fsum: Neumaier,
 }
 
-impl Default for StatsFold {
-    fn default() -> StatsFold {
-        StatsFold { total: BlockStats::empty(), fsum: Neumaier::default() }
+impl StatsNode {
+    fn leaf(p: &BlockStats) -> StatsNode {
+        StatsNode { stats: *p, fsum: Neumaier::from_parts(p.fsum, 0.0) }
     }
 }
 
+impl Combine for StatsNode {
+    /// Counts and integer sums add, extremes compare, `(n, mean, m2)` merge by Chan et al.
+    /// (rule 3) and float sums by Neumaier.
+    fn combine(&self, right: &StatsNode) -> StatsNode {
+        let (a, b) = (&self.stats, &right.stats);
+        let mut s = *a;
+        s.total += b.total;
+        s.nan += b.nan;
+        s.isum += b.isum;
+        s.fmin = if b.fmin < s.fmin { b.fmin } else { s.fmin };
+        s.fmax = if b.fmax > s.fmax { b.fmax } else { s.fmax };
+        s.imin = s.imin.min(b.imin);
+        s.imax = s.imax.max(b.imax);
+        s.merge_moments(b.n, b.mean, b.m2);
+        StatsNode { stats: s, fsum: self.fsum.merge(&right.fsum) }
+    }
+}
+
+/// A running fold of [`BlockStats`] in stream order (rule 7); the sink of
+/// [`Pipeline::run_ordered`](sluice_io::Pipeline::run_ordered). Blocks combine in the canonical
+/// tree over block indices (`dist::tree`), so that a distributed run, whose ranks each fold a
+/// stripe of the blocks, combines them in exactly the same pairs (issue 12).
+#[derive(Debug, Clone, Default)]
+pub struct StatsFold {
+    tree: TreeFold<StatsNode>,
+    next: u64,
+}
+
 impl StatsFold {
-    /// Adds the next block's figures. `(n, mean, m2)` merge by Chan et al. (rule 3).
+    /// A fold whose first block is block `first` of the whole stream.
+    pub(crate) fn starting_at(first: u64) -> StatsFold {
+        StatsFold { tree: TreeFold::default(), next: first }
+    }
+
+    /// Adds the next block's figures.
     pub fn add(&mut self, p: &BlockStats) {
-        let total = &mut self.total;
-        total.total += p.total;
-        total.nan += p.nan;
-        self.fsum.add(p.fsum);
-        total.isum += p.isum;
-        total.fmin = if p.fmin < total.fmin { p.fmin } else { total.fmin };
-        total.fmax = if p.fmax > total.fmax { p.fmax } else { total.fmax };
-        total.imin = total.imin.min(p.imin);
-        total.imax = total.imax.max(p.imax);
-        total.merge_moments(p.n, p.mean, p.m2);
+        self.tree.push_leaf(self.next, StatsNode::leaf(p));
+        self.next += 1;
+    }
+
+    /// The tree nodes of the blocks added so far (`dist::tree` rule 2).
+    pub(crate) fn into_tree(self) -> TreeFold<StatsNode> {
+        self.tree
     }
 
     /// The figures; the histogram is read from `kernel`'s shared counts.
     pub fn finish(&self, kernel: &StatsKernel) -> Figures {
-        let total = &self.total;
-        let n = total.n;
-        let (sum, min, max) = if kernel.dtype.scalar.is_float() {
-            let some = |x| (n > 0).then_some(Number::Float(x));
-            (Number::Float(self.fsum.value()), some(total.fmin), some(total.fmax))
-        } else {
-            let some = |x| (n > 0).then_some(Number::Int(x));
-            (Number::Int(total.isum), some(total.imin), some(total.imax))
-        };
-        let histogram = kernel
-            .histogram
-            .as_ref()
-            .map(|h| Histogram { edges: h.edges.clone(), counts: h.counts() });
-        Figures {
-            count: total.total,
-            nan_count: total.nan,
-            sum,
-            min,
-            max,
-            mean: (n > 0).then(|| Number::Float(sum.as_f64() / n as f64)),
-            variance: (n > 0).then(|| Number::Float(total.m2 / n as f64)),
-            variance_sample: (n > 1).then(|| Number::Float(total.m2 / (n - 1) as f64)),
-            histogram,
-        }
+        figures(self.tree.clone().finish().as_ref(), kernel)
+    }
+}
+
+/// The figures of rules 1–6 from the root of the tree (`None`: no blocks); the histogram is
+/// read from `kernel`'s shared counts.
+pub(crate) fn figures(root: Option<&StatsNode>, kernel: &StatsKernel) -> Figures {
+    let empty = StatsNode { stats: BlockStats::empty(), fsum: Neumaier::default() };
+    let root = root.unwrap_or(&empty);
+    let total = &root.stats;
+    let n = total.n;
+    let (sum, min, max) = if kernel.dtype.scalar.is_float() {
+        let some = |x| (n > 0).then_some(Number::Float(x));
+        (Number::Float(root.fsum.value()), some(total.fmin), some(total.fmax))
+    } else {
+        let some = |x| (n > 0).then_some(Number::Int(x));
+        (Number::Int(total.isum), some(total.imin), some(total.imax))
+    };
+    let histogram =
+        kernel.histogram.as_ref().map(|h| Histogram { edges: h.edges.clone(), counts: h.counts() });
+    Figures {
+        count: total.total,
+        nan_count: total.nan,
+        sum,
+        min,
+        max,
+        mean: (n > 0).then(|| Number::Float(sum.as_f64() / n as f64)),
+        variance: (n > 0).then(|| Number::Float(total.m2 / n as f64)),
+        variance_sample: (n > 1).then(|| Number::Float(total.m2 / (n - 1) as f64)),
+        histogram,
     }
 }
 
