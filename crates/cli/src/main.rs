@@ -7,6 +7,7 @@
 //! * `graph`: `sluice graph ...`, with `graph/store.rs` (import, gen, info, verify),
 //!   `graph/algos.rs` (one algorithm per subcommand) and `graph/ldbc.rs` (validate, ldbc);
 //! * `bsp`: `sluice bsp bench | probe`;
+//! * `dist`: running under `mpirun`: one BSP process per rank on the MPI backend;
 //! * `demo`: `sluice demo`, on data from `sluice_testkit`'s generators.
 
 #![forbid(unsafe_code)]
@@ -14,6 +15,7 @@
 mod bsp;
 mod common;
 mod demo;
+mod dist;
 mod fft;
 mod graph;
 mod grep;

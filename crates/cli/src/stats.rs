@@ -1,10 +1,14 @@
 //! `sluice stats FILE`: statistics of a typed array (.npy, or raw with --dtype) in one streaming
 //! pass. Parses the flags into a [`StatsConfig`] (hints applied after the flags, so a hint wins),
 //! calls [`sluice_kernels::stats::stats`], and prints a small table or one JSON object.
+//! Under `mpirun`, or given parts, it runs [`sluice_kernels::dist::stats`] on every rank
+//! (`crate::dist`): each reads its stripe or parts, and rank 0 prints the same figures, bit for
+//! bit, as one process.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use sluice_kernels::dist::Dataset;
 use sluice_kernels::{Error as KernelError, StatsConfig, StatsReport};
 
 use crate::common::{self, Layout, PipelineArgs, Progress};
@@ -18,8 +22,11 @@ variance_sample (ddof 1), all over the non-NaN values; a histogram with --bins/-
 numpy.histogram. Non-finite figures print as \"inf\", \"-inf\", \"nan\" in JSON."
 )]
 pub(crate) struct StatsArgs {
-    /// The array: a .npy file (header read), or a raw file of --dtype elements.
-    file: PathBuf,
+    /// The array: a .npy file (header read), or a raw file of --dtype elements. Several files,
+    /// or BASE where BASE.part-0000, BASE.part-0001, ... exist, are the parts of one array in
+    /// that order (under mpirun, each rank reads its own parts; else each rank reads a stripe).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
     /// Element type of a raw file: f32|f64|i8|i16|i32|i64|u8|u16|u32|u64 (a .npy must agree).
     #[arg(long, value_name = "TYPE")]
     dtype: Option<String>,
@@ -52,24 +59,60 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     ];
     crate::common::apply_flags(&mut config, &flags, &args.hints)?;
     let budget = args.pipeline.budget()?;
-    let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
+    let dataset = dataset(&args.files);
+    if matches!(dataset, Dataset::Parts(_)) || crate::dist::launched_ranks().is_some() {
+        let pipeline = args.pipeline.builder(&budget)?.build()?;
+        let ranked = crate::dist::run(|ctx| {
+            let report = sluice_kernels::dist::stats(ctx, &dataset, &config, &pipeline, &budget);
+            report.map_err(with_flags)
+        })?;
+        if ranked.rank == 0 {
+            print(&ranked.value, args.json)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let file = &args.files[0];
+    let total = std::fs::metadata(file).map_or(0, |m| m.len());
     let progress = Progress::start("stats", total, true);
     let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
-    let report = sluice_kernels::stats::stats(&args.file, &config, &pipeline, &budget).map_err(
-        |e| match e {
-            KernelError::RawNeedsDtype { .. } => {
-                anyhow::Error::new(e).context("give --dtype for a raw array")
-            }
-            KernelError::DtypeMismatch { what, .. } => {
-                anyhow::Error::new(e).context(format!("--{what}"))
-            }
-            e => e.into(),
-        },
-    )?;
+    let report =
+        sluice_kernels::stats::stats(file, &config, &pipeline, &budget).map_err(with_flags)?;
     drop(progress);
-    let text = if args.json { serde_json::to_string(&report)? + "\n" } else { table(&report) };
-    common::print(format_args!("{text}"))?;
+    print(&report, args.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The dataset the FILE arguments name: parts when there are several, or when the one path
+/// does not exist but its `.part-0000`, ... do.
+fn dataset(files: &[PathBuf]) -> Dataset {
+    if let [file] = files {
+        let parts = sluice_io::placement::find_parts(file);
+        if file.exists() || parts.is_empty() {
+            Dataset::Shared(file.clone())
+        } else {
+            Dataset::Parts(parts)
+        }
+    } else {
+        Dataset::Parts(files.to_vec())
+    }
+}
+
+/// Adds the flag to blame to a kernel error.
+fn with_flags(e: KernelError) -> anyhow::Error {
+    match e {
+        KernelError::RawNeedsDtype { .. } => {
+            anyhow::Error::new(e).context("give --dtype for a raw array")
+        }
+        KernelError::DtypeMismatch { what, .. } => {
+            anyhow::Error::new(e).context(format!("--{what}"))
+        }
+        e => e.into(),
+    }
+}
+
+fn print(report: &StatsReport, json: bool) -> anyhow::Result<()> {
+    let text = if json { serde_json::to_string(report)? + "\n" } else { table(report) };
+    common::print(format_args!("{text}"))
 }
 
 fn table(r: &StatsReport) -> String {

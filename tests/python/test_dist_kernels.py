@@ -1,0 +1,130 @@
+"""Distributed kernels under `mpirun --oversubscribe -np 1..4` (issue 12): `sluice stats` on
+every rank gives the figures of one process bit for bit (a shared file read in stripes, and
+per-rank parts), matching numpy; a corrupt part fails every rank within 10 s, naming the rank
+and the file. Needs a sluice built with `--features mpi` (SLUICE_BIN) and OpenMPI's mpirun;
+skips, saying why, without them."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import sluice_bin
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+for var in ("SLUICE_BSP_ENGINE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+    ENV.pop(var, None)
+
+
+def mpirun(np_, *args, timeout=120):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(np_), sluice_bin(), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+def single(*args):
+    return subprocess.run([sluice_bin(), *map(str, args)], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def mpi():
+    if shutil.which("mpirun") is None:
+        pytest.skip("skipping: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)")
+    probe = mpirun(2, "stats", "--help")
+    if "built without MPI" in probe.stderr:
+        pytest.skip("skipping: SLUICE_BIN was built without --features mpi")
+    assert probe.returncode == 0, probe.stderr
+
+
+def figures(proc):
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    report.pop("run")
+    return report
+
+
+def write_npy(path, a):
+    np.save(path, a)
+    return path
+
+
+def wide_values(n, seed):
+    """Values over 12 decades with NaNs: the bracketing of the sums shows in the last bits."""
+    rng = np.random.default_rng(seed)
+    a = rng.random(n) * 10.0 ** rng.integers(-3, 9, n)
+    a[::97] = np.nan
+    return a
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_stats_of_a_shared_file_equal_one_process_bit_for_bit(mpi, tmp_path, nprocs):
+    # 4 KiB blocks: 37 blocks, not a multiple of 2, 3 or 4; the .npy header shifts every block.
+    a = wide_values(37 * 512 - 40, 1)
+    path = write_npy(tmp_path / "x.npy", a)
+    flags = ["--block-size", "4K", "--bins", "7", "--range", "0,1e6", "--json"]
+    want = figures(single("stats", path, *flags))
+    got = figures(mpirun(nprocs, "stats", path, *flags))
+    assert got == want
+    ok = ~np.isnan(a)
+    assert got["count"] == a.size and got["nan_count"] == a.size - ok.sum()
+    assert abs(got["sum"] - np.nansum(a)) <= 1e-13 * abs(np.nansum(a))
+    assert abs(got["variance"] - np.nanvar(a)) <= 1e-12 * np.nanvar(a)
+    assert got["histogram"]["counts"] == np.histogram(a[ok], 7, (0, 1e6))[0].tolist()
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_stats_of_integers_more_ranks_than_blocks(mpi, tmp_path, nprocs):
+    a = np.random.default_rng(2).integers(-2**62, 2**62, 300, dtype=np.int64)
+    path = tmp_path / "x.i64"
+    a.astype(">i8").tofile(path)
+    flags = ["--dtype", "i64", "--endian", "big", "--json"]
+    got = figures(mpirun(nprocs, "stats", path, *flags))
+    assert got == figures(single("stats", path, *flags))
+    assert got["sum"] == sum(int(x) for x in a)
+    assert (got["min"], got["max"]) == (int(a.min()), int(a.max()))
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_stats_of_parts_equal_one_process_on_the_parts(mpi, tmp_path, nprocs):
+    sizes = [3000, 0, 5000, 1234]
+    arrays = [wide_values(n, 10 + i) for i, n in enumerate(sizes)]
+    for i, a in enumerate(arrays):
+        os.rename(write_npy(tmp_path / f"p{i}.npy", a), tmp_path / f"data.part-{i:04d}")
+    base = tmp_path / "data"
+    flags = ["--block-size", "4K", "--json"]
+    want = figures(single("stats", base, *flags))
+    got = figures(mpirun(nprocs, "stats", base, *flags))
+    assert got == want
+    whole = np.concatenate(arrays)
+    assert got["count"] == whole.size and got["shape"] == [whole.size]
+    assert abs(got["sum"] - np.nansum(whole)) <= 1e-13 * abs(np.nansum(whole))
+
+
+def test_a_corrupt_part_fails_every_rank_naming_the_rank_and_the_file(mpi, tmp_path):
+    for i in range(4):
+        write_npy(tmp_path / f"p{i}.npy", np.arange(1000, dtype=np.float64))
+        os.rename(tmp_path / f"p{i}.npy", tmp_path / f"data.part-{i:04d}")
+    bad = tmp_path / "data.part-0002"
+    bad.write_bytes(bad.read_bytes()[:-5])  # no longer whole elements
+    start = time.monotonic()
+    proc = mpirun(4, "stats", tmp_path / "data", timeout=60)
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0
+    assert elapsed < 10, f"took {elapsed:.1f} s"
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("sluice:")]
+    assert len(lines) == 4, proc.stderr  # every rank reports and exits non-zero
+    for line in lines:
+        assert "rank 2" in line and str(bad) in line, line
+
+
+def test_parts_listed_on_the_command_line(mpi, tmp_path):
+    paths = []
+    for i in range(3):
+        paths.append(write_npy(tmp_path / f"c{i}.npy", wide_values(2000 + i, 20 + i)))
+    want = figures(single("stats", *paths, "--json"))
+    assert figures(mpirun(2, "stats", *paths, "--json")) == want
