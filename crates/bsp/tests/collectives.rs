@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use common::{backends, run};
 use sluice_bsp::Pid;
-use sluice_bsp::collectives::{allgather, allreduce, alltoall, broadcast, gather, reduce};
+use sluice_bsp::collectives::{
+    allgather, allgather_varied, allreduce, alltoall, broadcast, gather, reduce,
+};
 
 /// The value process `s` contributes at index `i`.
 fn val(s: Pid, i: usize) -> u64 {
@@ -56,6 +58,23 @@ fn gather_and_allgather_concatenate_in_pid_order() {
                     let mut all = vec![0u64; n * p as usize];
                     allgather(ctx, &mine, &mut all).unwrap();
                     assert_eq!(all, truth);
+                }
+            })
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn allgather_varied_returns_every_record_whole_in_pid_order() {
+    for config in backends() {
+        for p in PS {
+            run(&config, p, |ctx, s, p| {
+                // Process j sends j·k bytes of value j + k: lengths differ, some are empty.
+                for k in [0usize, 1, 7] {
+                    let record = |j: Pid| vec![(j as usize + k) as u8; j as usize * k];
+                    let all = allgather_varied(ctx, &record(s)).unwrap();
+                    assert_eq!(all, (0..p).map(record).collect::<Vec<_>>());
                 }
             })
             .unwrap();
