@@ -19,6 +19,7 @@
 //! | `gather`, `reduce` | 1 | (p−1)·n at the root |
 //! | `allgather` | 1 | (p−1)·n |
 //! | `allgather_varied` | 2 | (p−1)·(8 + the longest n) |
+//! | `gather_varied` | 2 | Σ n at the root |
 //! | `alltoall` | 1 | (p−1)/p · n |
 //! | `allreduce` | 2 | ≈ 2n (reduce-scatter, then allgather) |
 
@@ -197,6 +198,46 @@ pub fn allgather_varied(ctx: &mut Ctx, mine: &[u8]) -> Result<Vec<Vec<u8>>, Erro
         .enumerate()
         .map(|(r, &len)| all[r * longest..r * longest + len as usize].to_vec());
     Ok(records.collect())
+}
+
+/// Every process's `mine`, of any length, concatenated in pid order on `root` (empty
+/// elsewhere), with the length of each: one allgather of the lengths, then one superstep in
+/// which each process puts its bytes straight into their place at the root.
+pub fn gather_varied(
+    ctx: &mut Ctx,
+    root: Pid,
+    mine: &[u8],
+) -> Result<(Vec<u8>, Vec<usize>), Error> {
+    check_pid(ctx, root)?;
+    let (s, p) = (ctx.pid(), ctx.nprocs() as usize);
+    let mut lens = vec![0u64; p];
+    allgather(ctx, &[mine.len() as u64], &mut lens)?;
+    let lens: Vec<usize> = lens.into_iter().map(|n| n as usize).collect();
+    let at: usize = lens[..s as usize].iter().sum();
+    let total = if s == root { lens.iter().sum() } else { 0 };
+    prologue(ctx)?;
+    let recv = ctx.alloc_global(total)?;
+    let send = match ctx.alloc_local(mine.len()) {
+        Ok(slot) => slot,
+        Err(e) => {
+            // The first error is the one to report.
+            let _ = release(ctx, &[recv]);
+            return Err(e);
+        }
+    };
+    let run = |ctx: &mut Ctx| -> Result<Vec<u8>, Error> {
+        ctx.slot_mut(send)?.copy_from_slice(mine);
+        if !mine.is_empty() {
+            ctx.put(send, 0, root, recv, at, mine.len())?;
+        }
+        ctx.sync()?;
+        Ok(if s == root { ctx.slot(recv)?.to_vec() } else { Vec::new() })
+    };
+    let result = run(ctx);
+    let released = release(ctx, &[send, recv]);
+    let bytes = result?;
+    released?;
+    Ok((bytes, lens))
 }
 
 /// Personalised all-to-all: block `d` of `send` (blocks of `send.len() / p` elements) goes to

@@ -3,10 +3,17 @@
 //! MPI backend, reads its share of the data, and rank 0 prints. Without the feature, a job of
 //! more than one rank is an error (never N independent runs racing to write one output).
 
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 use sluice_bsp::{Args, Ctx, ExecConfig};
+use sluice_io::Budget;
+use sluice_kernels::{GrepConfig, RecordMatch};
+
+use crate::common::{PipelineArgs, write_or_close};
 
 /// The number of ranks the launcher started (`OMPI_COMM_WORLD_SIZE` from OpenMPI's `mpirun`,
 /// `PMI_SIZE` from MPICH's and Slurm's), or `None` outside an MPI job.
@@ -57,4 +64,65 @@ pub(crate) fn run<R: Send>(
         .unwrap_or_else(|e| e.into_inner())
         .context("this process took no part in the distributed run")?;
     Ok(Ranked { rank, value: value? })
+}
+
+/// `sluice grep` under `mpirun`: every rank searches its stripe of `file`, rank 0 prints what
+/// one process prints (matches in file order, or the count); the exit status is grep's on
+/// every rank.
+pub(crate) fn grep(
+    file: &Path,
+    config: &GrepConfig,
+    pipeline: &PipelineArgs,
+    budget: &Budget,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let pipeline = pipeline.builder(budget)?.build()?;
+    let ranked = run(|ctx| {
+        let printing = ctx.pid() == 0;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        // A closed pipe stops the writing, not the run (as in grep.rs); another write error
+        // is kept and reported once the collective run is over.
+        let (mut closed, mut first, mut failed) = (false, true, None);
+        if printing && json && !config.count {
+            write_or_close(&mut closed, out.write_all(b"{\"matches\":["))?;
+        }
+        let on_match = |m: &RecordMatch| {
+            if closed || failed.is_some() {
+                return Ok(());
+            }
+            let written = if json {
+                let sep: &[u8] = if first { b"" } else { b"," };
+                first = false;
+                out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut out, m)?))
+            } else {
+                write!(out, "{}:", m.offset)
+                    .and_then(|()| out.write_all(&m.record))
+                    .and_then(|()| out.write_all(b"\n"))
+            };
+            if let Err(e) = write_or_close(&mut closed, written) {
+                failed = Some(e);
+            }
+            Ok(())
+        };
+        let report = sluice_kernels::dist::grep(ctx, file, config, &pipeline, budget, on_match)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if printing {
+            let tail = if json {
+                let whole = serde_json::to_string(&report)?;
+                if config.count { whole } else { format!("],{}", &whole[1..]) }
+            } else if config.count {
+                report.count.to_string()
+            } else {
+                String::new()
+            };
+            if !tail.is_empty() {
+                write_or_close(&mut closed, writeln!(out, "{tail}"))?;
+            }
+            write_or_close(&mut closed, out.flush())?;
+        }
+        Ok(report.count)
+    })?;
+    Ok(if ranked.value > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

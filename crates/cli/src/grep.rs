@@ -65,6 +65,9 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
     config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
     config.layout()?;
     let budget = args.pipeline.budget()?;
+    if crate::dist::launched_ranks().is_some() {
+        return crate::dist::grep(&args.file, &config, &args.pipeline, &budget, args.json);
+    }
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let progress = Progress::start("grep", total, true);
     let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;

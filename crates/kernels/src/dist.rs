@@ -7,7 +7,8 @@
 //!    stripes, [`Dataset::Parts`] are dealt to ranks whole. A rank with no data still takes part
 //!    in every collective.
 //! 2. The output equals one process's on the same data: stats bit for bit, since partials
-//!    combine in the canonical tree over block indices ([`tree`]), never in arrival order.
+//!    combine in the canonical tree over block indices ([`tree`]), never in arrival order;
+//!    grep counts add, and listed matches reach rank 0 in rank order, which is file order.
 //! 3. Every function is collective: all processes of the BSP section call it with the same
 //!    arguments. An error on one process (a bad header, a failed read) is exchanged, not
 //!    thrown: every process returns an error, the failing one its own inside
@@ -21,14 +22,17 @@
 //! # Modules
 //! - [`tree`]: the canonical combine tree over block indices.
 //! - `stats`: [`stats()`] over a [`Dataset`].
+//! - `grep`: [`grep()`] over a shared file; matches listed on rank 0 in file order.
 //! - `exchange`: outcomes and byte records between processes.
 
 mod exchange;
+mod grep;
 mod stats;
 pub mod tree;
 
 use std::path::PathBuf;
 
+pub use grep::{DistGrepReport, grep};
 pub use stats::stats;
 
 /// Where the data of a distributed run is (placement rule 1).

@@ -183,9 +183,9 @@ pub struct GrepReport {
 /// What one block found (the partial of [`GrepKernel`]).
 #[derive(Debug, Default)]
 pub struct BlockMatches {
-    records: u64,
-    matches: u64,
-    found: Vec<RecordMatch>,
+    pub(crate) records: u64,
+    pub(crate) matches: u64,
+    pub(crate) found: Vec<RecordMatch>,
     held: Option<Reservation>,
 }
 

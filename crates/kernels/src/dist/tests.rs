@@ -154,3 +154,70 @@ fn a_corrupt_part_fails_every_process_naming_the_rank_and_the_file() {
         assert!(err.contains("rank 1") && err.contains(&name), "rank {rank}: {err}");
     }
 }
+
+/// Runs distributed grep on `p` threads; returns rank 0's listed matches and every rank's count.
+fn run_grep(p: u32, path: &Path, config: &crate::GrepConfig) -> (Vec<(u64, Vec<u8>)>, Vec<u64>) {
+    let listed = Mutex::new(Vec::new());
+    let counts = Mutex::new(vec![0; p as usize]);
+    exec_with(
+        &ExecConfig::new(p, true),
+        p,
+        |ctx, s, _, _| {
+            let pipeline = PipelineBuilder::new().block_size(4096).build().unwrap();
+            let mut mine = Vec::new();
+            let report = super::grep(ctx, path, config, &pipeline, &Budget::unlimited(), |m| {
+                mine.push((m.offset, m.record.clone()));
+                Ok(())
+            })
+            .unwrap();
+            if s == 0 {
+                *listed.lock().unwrap() = mine;
+            } else {
+                assert!(mine.is_empty(), "only rank 0 lists");
+            }
+            counts.lock().unwrap()[s as usize] = report.count;
+        },
+        Args::none(),
+    )
+    .unwrap();
+    (listed.into_inner().unwrap(), counts.into_inner().unwrap())
+}
+
+#[test]
+fn grep_lists_what_one_process_lists_in_file_order_on_1_to_6_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.txt");
+    // Lines up to 9 KB (longer than a 4 KiB block and than some stripes), every 7th a match.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let mut text = Vec::new();
+    for i in 0..400 {
+        let n = if i % 50 == 0 { 9000 } else { rng.gen_range(0..120) };
+        text.extend((0..n).map(|_| b'a' + rng.gen_range(0..20u8)));
+        if i % 7 == 0 {
+            text.extend_from_slice(b"needle");
+        }
+        text.push(b'\n');
+    }
+    std::fs::write(&path, &text).unwrap();
+    let config = crate::GrepConfig { count: false, ..crate::GrepConfig::new("needle") };
+    let pipeline = PipelineBuilder::new().block_size(4096).build().unwrap();
+    let want = crate::grep::grep(&path, &config, &pipeline, &Budget::unlimited()).unwrap();
+    let want: Vec<(u64, Vec<u8>)> =
+        want.matches.unwrap().into_iter().map(|m| (m.offset, m.record)).collect();
+    // Independent truth: the lines of the text that contain the needle, with their offsets.
+    let mut at = 0u64;
+    let mut truth = Vec::new();
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let body = &line[..line.len() - 1];
+        if body.windows(6).any(|w| w == b"needle") {
+            truth.push((at, body.to_vec()));
+        }
+        at += line.len() as u64;
+    }
+    assert_eq!(want, truth);
+    for p in 1..=6 {
+        let (listed, counts) = run_grep(p, &path, &config);
+        assert_eq!(listed, truth, "p = {p}");
+        assert!(counts.iter().all(|&c| c == truth.len() as u64), "p = {p}: {counts:?}");
+    }
+}
