@@ -128,3 +128,41 @@ def test_parts_listed_on_the_command_line(mpi, tmp_path):
         paths.append(write_npy(tmp_path / f"c{i}.npy", wide_values(2000 + i, 20 + i)))
     want = figures(single("stats", *paths, "--json"))
     assert figures(mpirun(2, "stats", *paths, "--json")) == want
+
+
+def text_with_long_lines(path, seed):
+    """Lines of 0..120 bytes and every 40th of 20 KB (longer than a 4 KiB block and than the
+    stripes of small files), so that lines straddle every stripe and block boundary; every 7th
+    holds the needle."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(1500):
+        n = 20000 if i % 40 == 0 else int(rng.integers(0, 120))
+        body = bytes(rng.integers(97, 117, n, dtype=np.uint8))
+        lines.append(body + (b"needle" if i % 7 == 0 else b"") + b"\n")
+    path.write_bytes(b"".join(lines) + b"no newline at the end needle")
+    return path
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_grep_output_is_byte_identical_to_one_process_and_gnu_grep(mpi, tmp_path, nprocs):
+    path = text_with_long_lines(tmp_path / "t.txt", 3)
+    for flags in (["--block-size", "4K"], ["--block-size", "4K", "-c"]):
+        want = single("grep", "needle", path, *flags)
+        got = mpirun(nprocs, "grep", "needle", path, *flags)
+        assert got.returncode == want.returncode == 0, got.stderr
+        assert got.stdout == want.stdout
+    gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, text=True)
+    assert got.stdout.strip() == str(len(gnu.stdout.splitlines()))
+    listed = mpirun(nprocs, "grep", "needle", path, "--block-size", "4K").stdout
+    assert listed == gnu.stdout  # offset:line, as grep -b prints it
+
+
+def test_grep_json_and_no_match_under_mpirun(mpi, tmp_path):
+    path = text_with_long_lines(tmp_path / "t.txt", 4)
+    want = json.loads(single("grep", "needle", path, "--json").stdout)
+    got = json.loads(mpirun(3, "grep", "needle", path, "--json").stdout)
+    want.pop("run"), got.pop("run")
+    assert got == want
+    none = mpirun(3, "grep", "no-such-text", path)
+    assert none.returncode == 1 and none.stdout == ""
