@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use common::{backends, run};
 use sluice_bsp::Pid;
 use sluice_bsp::collectives::{
-    allgather, allgather_varied, allreduce, alltoall, broadcast, gather, reduce,
+    allgather, allgather_varied, allreduce, alltoall, broadcast, gather, gather_varied, reduce,
 };
 
 /// The value process `s` contributes at index `i`.
@@ -66,7 +66,7 @@ fn gather_and_allgather_concatenate_in_pid_order() {
 }
 
 #[test]
-fn allgather_varied_returns_every_record_whole_in_pid_order() {
+fn allgather_and_gather_varied_return_every_record_whole_in_pid_order() {
     for config in backends() {
         for p in PS {
             run(&config, p, |ctx, s, p| {
@@ -75,6 +75,11 @@ fn allgather_varied_returns_every_record_whole_in_pid_order() {
                     let record = |j: Pid| vec![(j as usize + k) as u8; j as usize * k];
                     let all = allgather_varied(ctx, &record(s)).unwrap();
                     assert_eq!(all, (0..p).map(record).collect::<Vec<_>>());
+                    let root = p - 1;
+                    let (bytes, lens) = gather_varied(ctx, root, &record(s)).unwrap();
+                    assert_eq!(lens, (0..p).map(|j| record(j).len()).collect::<Vec<_>>());
+                    let want = if s == root { all.concat() } else { Vec::new() };
+                    assert_eq!(bytes, want);
                 }
             })
             .unwrap();
