@@ -7,6 +7,7 @@ or ``progress=True`` for a tqdm bar when tqdm is installed) and stop on Ctrl-C
 """
 
 import os
+import pathlib
 from typing import Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -38,7 +39,7 @@ class BspError(SluiceError):
 class Stats:
     """Figures of one ``sluice.stats`` pass (the CLI's JSON keys)."""
 
-    file: str
+    file: pathlib.Path
     format: str
     dtype: str
     shape: list[int]
@@ -139,7 +140,7 @@ class Graph:
     @property
     def weighted(self) -> bool: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     @property
     def ids(self) -> npt.NDArray[np.uint64]:
         """Original id of each dense id: a read-only view of the graph's own table (dense ids
@@ -192,3 +193,53 @@ def kronecker(
     """Writes a Graph500 Kronecker graph (2**scale vertices, edge_factor * 2**scale edges) to
     ``out`` as bin records (u32 src, u32 dst[, f32 weight]); returns the edge count. Import it
     with ``Graph.import_(out, out_store, format="bin", directed=True)`` (``weights="f32"``)."""
+
+class Kmeans:
+    """What one ``sluice.kmeans`` run found."""
+
+    centres: npt.NDArray[np.float64]
+    """k x d cluster centres."""
+    counts: npt.NDArray[np.uint64]
+    inertia: float
+    """Sum of squared distances of the records to their centres."""
+    iterations: int
+    stop: str
+    n: int
+    d: int
+    run: dict
+
+def kmeans(
+    path: PathLike,
+    k: int,
+    *,
+    dims: Optional[int] = None,
+    dtype: Optional[str] = None,
+    endian: Optional[str] = None,
+    init: Optional[str] = None,
+    threshold: Optional[float] = None,
+    max_iter: Optional[int] = None,
+    seed: Optional[int] = None,
+    labels: Optional[PathLike] = None,
+    memory: Memory = None,
+    progress: Progress = None,
+) -> Kmeans:
+    """k-means (Lloyd) over the records of ``path``, one streaming pass per iteration.
+
+    path: a 2-D ``.npy`` of f32 or f64 (n records x d features), or a raw file (give ``dtype``
+    and ``dims``).
+    init: "k-means++" (default) or a .npy of k initial centres; seed: the k-means++ seed.
+    threshold: stop when the centres move less than this (relative, as scikit-learn's tol);
+    max_iter: iteration cap. labels: write each record's cluster (a .npy of int64) there.
+    Parameters are checked as the CLI's ``sluice kmeans`` flags.
+    """
+
+def fft(
+    x: npt.ArrayLike, *, procs: Optional[int] = None, inverse: bool = False
+) -> npt.NDArray[np.complex128]:
+    """The discrete Fourier transform of a complex vector (``numpy.fft.fft``; with
+    ``inverse=True`` ``numpy.fft.ifft``, scaled by 1/n) on ``procs`` BSP processes (threads).
+
+    len(x) must be a power of two; procs a power of two with procs**2 <= len(x) (default: the
+    most that leave each process at least 2**16 values). The input is copied once into the
+    buffer the transform works in, which becomes the result (no second copy).
+    """

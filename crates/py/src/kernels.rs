@@ -79,7 +79,7 @@ fn number(py: Python<'_>, n: Option<Number>) -> PyResult<PyObject> {
 }
 
 /// A serializable value as Python objects (through `json.loads`).
-fn to_python<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
+pub(crate) fn to_python<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
     let text = serde_json::to_string(v)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())

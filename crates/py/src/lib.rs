@@ -11,6 +11,7 @@
 //! errors     SluiceError and its subclasses; mapping from the library error types
 //! graph      sluice.Graph: open, import_ (files or NumPy arrays), the algorithms; kronecker
 //! kernels    sluice.stats, sluice.grep
+//! transforms sluice.kmeans (streaming, over a file), sluice.fft (BSP, over a NumPy vector)
 //! view*      NumPy views of memory a Python object owns (Graph.ids)
 //! wait       worker thread, GIL released, progress, Ctrl-C -> cancel flag -> join
 //! ```
@@ -21,6 +22,7 @@
 mod errors;
 mod graph;
 mod kernels;
+mod transforms;
 #[allow(unsafe_code)]
 mod view;
 mod wait;
@@ -38,5 +40,8 @@ fn sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::kronecker, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::stats, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::grep, m)?)?;
+    m.add_class::<transforms::Kmeans>()?;
+    m.add_function(wrap_pyfunction!(transforms::kmeans, m)?)?;
+    m.add_function(wrap_pyfunction!(transforms::fft, m)?)?;
     Ok(())
 }
