@@ -170,5 +170,5 @@ def test_progress_callback_sees_bytes_growing_to_the_total(tmp_path):
 
 def test_help_documents_parameters_and_ldbc_semantics():
     doc = sluice.Graph.pagerank.__doc__
-    for word in ("iterations", "damping", "tolerance", "LDBC", "sink"):
+    for word in ("iterations", "damping", "tolerance", "progress", "LDBC", "sink"):
         assert word in doc, word

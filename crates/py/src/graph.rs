@@ -294,8 +294,14 @@ impl Graph {
     /// PageRank (LDBC Graphalytics §2.2): `iterations` synchronous iterations from 1/|V|; the
     /// rank of sinks (vertices without out-edges) is spread over all vertices;
     /// r'(v) = (1-d)/|V| + d * (sum of r(u)/outdeg(u) over edges u->v + sinks/|V|).
-    /// `damping` d in [0, 1]; `tolerance`: stop early once the L1 change of an iteration is below
-    /// it. Returns float64 ranks by dense id (sum 1).
+    /// `iterations`: exactly this many unless `tolerance` stops earlier.
+    /// `damping`: d in [0, 1].
+    /// `tolerance`: stop once the L1 norm of an iteration's change is below it (None: never).
+    /// `progress`: a callable `progress(done, total)` (bytes read, bytes to read) called from
+    /// this thread about every 50 ms, or True for a tqdm bar if tqdm is installed.
+    /// Duplicate edges count once each (a multigraph as stored). The GIL is released; Ctrl-C
+    /// raises KeyboardInterrupt after the blocks in flight. Returns float64 ranks by dense id
+    /// (summing to 1); `g.ids` gives their original ids.
     #[pyo3(signature = (iterations=10, damping=0.85, tolerance=None, *, progress=None))]
     fn pagerank<'py>(
         &self,
