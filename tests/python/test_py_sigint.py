@@ -6,6 +6,7 @@ Needs the package (`pip install ./crates/py`).
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +51,7 @@ def scale22(tmp_path_factory):
     edges.unlink()
     yield g.path
     del g
+    shutil.rmtree(d, ignore_errors=True)  # ~150 MB: not left for pytest's tmp retention
 
 
 def test_sigint_raises_keyboard_interrupt_within_a_second(scale22):
@@ -91,7 +93,9 @@ except KeyboardInterrupt:
 """
 
 
-def test_sigint_during_import_leaves_no_scratch_and_no_half_store(tmp_path):
+def test_sigint_during_import_leaves_no_scratch_and_no_half_store(tmp_path, request):
+    # ~270 MB of edges: not left for pytest's tmp retention.
+    request.addfinalizer(lambda: shutil.rmtree(tmp_path, ignore_errors=True))
     edges = tmp_path / "k.bin"
     sluice.kronecker(edges, 21, edge_factor=16, seed=2)
     out = tmp_path / "k.grid"
