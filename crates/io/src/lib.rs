@@ -88,7 +88,7 @@ pub use stats::{Copies, FileAccess, RunStats};
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// A run of whole records handed to a kernel.
 #[derive(Debug, Clone, Copy)]
@@ -169,6 +169,7 @@ struct Config {
     budget: Option<Budget>,
     trace: Option<PathBuf>,
     progress: Option<Arc<AtomicU64>>,
+    cancel: Option<Arc<AtomicBool>>,
     backend: Backend,
     inject_read_error: Option<u64>,
     mmap: bool,
@@ -186,6 +187,7 @@ impl Default for Config {
             budget: None,
             trace: None,
             progress: None,
+            cancel: None,
             backend: Backend::default(),
             inject_read_error: None,
             mmap: true,
@@ -247,6 +249,12 @@ impl PipelineBuilder {
     /// A counter the pipeline adds the bytes of every finished block to (for progress bars).
     pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
         self.config.progress = Some(counter);
+        self
+    }
+    /// A flag the caller sets to stop runs early (Ctrl-C in a front end): once it is set, a run
+    /// stops after the blocks in flight, as on a failure, and returns [`Error::Cancelled`].
+    pub fn cancel(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.config.cancel = Some(flag);
         self
     }
     /// How the IOC engine reads (default [`Backend::Auto`]).

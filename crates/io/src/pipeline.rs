@@ -162,6 +162,7 @@ where
         pool,
         filled: Queue::new(),
         progress: config.progress.as_deref(),
+        cancel: config.cancel.as_deref(),
         inject: s.inject,
         start,
         tracing: config.trace.is_some(),

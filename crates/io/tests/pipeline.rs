@@ -6,7 +6,7 @@
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use sluice_io::{
@@ -450,6 +450,37 @@ fn injected_read_error_is_an_eio_naming_file_and_offset_on_every_path() {
             }
             other => panic!("{}: {other:?}", path.name),
         }
+    }
+}
+
+/// Sets the caller's cancel flag from the first block it sees, and counts blocks.
+struct CancelOnFirst {
+    flag: Arc<AtomicBool>,
+    blocks: AtomicU64,
+}
+
+impl BlockKernel for CancelOnFirst {
+    type Partial = ();
+    fn process(&self, _block: &Block<'_>) {
+        self.blocks.fetch_add(1, Ordering::Relaxed);
+        self.flag.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_set_cancel_flag_stops_the_run_early_with_cancelled_on_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, plan) = one_file(dir.path(), 2_000_000);
+    let tester = IoTester::new();
+    for path in tester.paths() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let kernel = CancelOnFirst { flag: flag.clone(), blocks: AtomicU64::new(0) };
+        let pipeline = tester.builder(path).block_size(4096).cancel(flag).build().unwrap();
+        let err = pipeline.run(&plan, &kernel).unwrap_err();
+        assert!(matches!(err, Error::Cancelled), "{}: {err:?}", path.name);
+        // 489 reads; only those already claimed when the flag was seen may still be computed.
+        let blocks = kernel.blocks.load(Ordering::Relaxed);
+        assert!(blocks < 200, "{}: {blocks} blocks computed after the cancel", path.name);
     }
 }
 

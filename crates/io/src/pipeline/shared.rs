@@ -98,6 +98,8 @@ pub(super) struct Shared<'a, K: BlockKernel> {
     pub(super) pool: Arc<BufPool>,
     pub(super) filled: Queue<Filled>,
     pub(super) progress: Option<&'a AtomicU64>,
+    /// The caller's cancel flag ([`crate::PipelineBuilder::cancel`]), checked after every read.
+    pub(super) cancel: Option<&'a AtomicBool>,
     pub(super) inject: Option<u64>,
     pub(super) start: Instant,
     pub(super) tracing: bool,
@@ -364,6 +366,9 @@ impl<K: BlockKernel> Shared<'_, K> {
     pub(super) fn finished(&self, chunk: &Chunk) {
         if let Some(p) = self.progress {
             p.fetch_add(chunk.len as u64, Ordering::Relaxed);
+        }
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            self.fail(Error::Cancelled);
         }
     }
 }

@@ -1,0 +1,245 @@
+"""Sluice from Python: out-of-core graph analytics and streaming kernels.
+
+Results are NumPy arrays indexed by dense vertex id whose buffers are the ones Rust filled (no
+copy). Long calls release the GIL, report progress (``progress=callable(done, total)`` in bytes,
+or ``progress=True`` for a tqdm bar when tqdm is installed) and stop on Ctrl-C
+(``KeyboardInterrupt``, no thread left running, no half-written output).
+"""
+
+import os
+import pathlib
+from typing import Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+UNREACHED: int
+"""BFS depth of a vertex no path reaches (2**32 - 1)."""
+
+PathLike = Union[str, "os.PathLike[str]"]
+Memory = Union[int, str, None]
+Progress = Union[Callable[[int, int], object], bool, None]
+
+class SluiceError(Exception):
+    """Base class of every Sluice error; messages are the CLI's and name the file."""
+
+class InputError(SluiceError):
+    """Bad input: an unreadable or malformed file, a bad parameter, an unknown vertex."""
+
+class StoreCorrupt(SluiceError):
+    """A grid store fails its checksums, is truncated, inconsistent or of another version."""
+
+class BudgetError(SluiceError):
+    """A request over the memory budget (``memory=``); nothing was allocated."""
+
+class BspError(SluiceError):
+    """An error of the BSP layer."""
+
+class Stats:
+    """Figures of one ``sluice.stats`` pass (the CLI's JSON keys)."""
+
+    file: pathlib.Path
+    format: str
+    dtype: str
+    shape: list[int]
+    count: int
+    nan_count: int
+    sum: Union[int, float]
+    min: Union[int, float, None]
+    max: Union[int, float, None]
+    mean: Optional[float]
+    variance: Optional[float]
+    variance_sample: Optional[float]
+    histogram: Optional[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]]
+    run: dict
+    """bytes_read, seconds, bandwidth, engine, copies ... of the pass."""
+
+def stats(
+    path: PathLike,
+    dtype: Optional[str] = None,
+    endian: Optional[str] = "little",
+    bins: Optional[int] = None,
+    range: Optional[Tuple[float, float]] = None,
+    memory: Memory = None,
+    *,
+    progress: Progress = None,
+) -> Stats:
+    """Statistics of a typed array in one streaming pass.
+
+    path: a ``.npy`` file (header read) or a raw file of ``dtype`` elements.
+    dtype: f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 (a .npy must agree).
+    endian: byte order of a raw file, "little" or "big".
+    bins, range: a histogram as ``numpy.histogram(x, bins, range)`` counts it.
+    memory: budget in bytes or "512M", "2G" (default: cgroup limit, else half the RAM).
+    Figures are over the non-NaN values; variance has ddof 0, variance_sample ddof 1.
+    """
+
+def grep(
+    pattern: str,
+    path: PathLike,
+    record_size: Optional[int] = None,
+    count_matches: bool = False,
+    fixed: bool = False,
+    *,
+    count: bool = False,
+    ignore_case: bool = False,
+    memory: Memory = None,
+    progress: Progress = None,
+) -> Union[npt.NDArray[np.uint64], int]:
+    """Lines (or fixed records of ``record_size`` bytes) of ``path`` that match ``pattern``.
+
+    pattern: a regex (Rust ``regex`` syntax), or a literal with ``fixed=True``.
+    Returns the byte offsets of the matching records (uint64), or with ``count=True`` the
+    number of matching records, with ``count_matches=True`` the number of matches (every
+    non-overlapping one). A match never crosses a record boundary.
+    """
+
+class Graph:
+    """A grid store on disk, streamed block by block within the memory budget."""
+
+    @staticmethod
+    def open(store: PathLike, *, memory: Memory = None) -> "Graph":
+        """Opens the store directory ``store``. InputError if missing, StoreCorrupt if damaged."""
+
+    @staticmethod
+    def import_(
+        source: Union[
+            PathLike,
+            Sequence[PathLike],
+            Tuple[npt.ArrayLike, npt.ArrayLike],
+            Tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike],
+        ],
+        out: PathLike,
+        *,
+        format: Optional[str] = None,
+        directed: Optional[bool] = None,
+        weights: Optional[str] = None,
+        simple: bool = False,
+        force: bool = False,
+        memory: Memory = None,
+        progress: Progress = None,
+    ) -> "Graph":
+        """Imports edges into a new store at ``out`` and opens it.
+
+        source: edge-list file(s) in ``format`` "snap", "mtx", "ldbc" or "bin" (default: from
+        the name, else "snap"), or a tuple ``(src, dst[, weight])`` of NumPy arrays of
+        non-negative integer original ids (and float weights).
+        directed: whether edges are one-way (required where the format does not say; arrays
+        and bin default to directed). weights: a bin file's weight column, "f32" or "f64".
+        simple: drop self loops and duplicate edges. force: replace an existing store.
+        """
+
+    @property
+    def num_vertices(self) -> int: ...
+    @property
+    def num_edges(self) -> int:
+        """Stored edges: an undirected edge is stored both ways and counts twice."""
+    @property
+    def directed(self) -> bool: ...
+    @property
+    def weighted(self) -> bool: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def ids(self) -> npt.NDArray[np.uint64]:
+        """Original id of each dense id: a read-only view of the graph's own table (dense ids
+        follow increasing original id)."""
+
+    def pagerank(
+        self,
+        iterations: int = 10,
+        damping: float = 0.85,
+        tolerance: Optional[float] = None,
+        *,
+        progress: Progress = None,
+    ) -> npt.NDArray[np.float64]:
+        """PageRank with LDBC Graphalytics semantics (§2.2).
+
+        iterations: synchronous iterations from 1/|V| (exactly this many unless tolerance
+        stops earlier). damping: d in [0, 1]. tolerance: stop once the L1 norm of an
+        iteration's change is below it. Each iteration r'(v) = (1-d)/|V| + d * (sum over
+        edges u->v of r(u)/outdeg(u) + S/|V|), S the rank of the sinks (vertices without
+        out-edges), so ranks sum to 1. Duplicate edges count once each.
+        Returns float64 ranks by dense id.
+        """
+
+    def bfs(self, source: int, *, progress: Progress = None) -> npt.NDArray[np.uint32]:
+        """Breadth-first depths (LDBC §2.1) from original id ``source`` along edge direction;
+        UNREACHED where no path exists. InputError if source is not a vertex."""
+
+    def wcc(self, *, progress: Progress = None) -> npt.NDArray[np.uint32]:
+        """Weakly connected components (LDBC §2.3): the smallest dense id of each vertex's
+        component (``g.ids[labels]`` is LDBC's label, the smallest original id)."""
+
+    def cdlp(self, iterations: int = 10, *, progress: Progress = None) -> npt.NDArray[np.uint32]:
+        """Label propagation (LDBC §2.4): ``iterations`` synchronous rounds from L(v) = v,
+        the most frequent neighbour label (in and out), ties to the smallest; dense ids."""
+
+    def lcc(self, *, progress: Progress = None) -> npt.NDArray[np.float64]:
+        """Local clustering coefficient (LDBC §2.5) of every vertex."""
+
+    def sssp(self, source: int, *, progress: Progress = None) -> npt.NDArray[np.float64]:
+        """Shortest-path distances (LDBC §2.6) from original id ``source``; inf if unreachable;
+        1 per edge on unweighted graphs."""
+
+    def spmv(self, x: npt.ArrayLike, *, progress: Progress = None) -> npt.NDArray[np.float64]:
+        """y = A^T x: y[d] = sum over edges s->d of w(s,d) * x[s]; x has |V| entries by dense
+        id (undirected edges count both ways; duplicates add up)."""
+
+def kronecker(
+    out: PathLike, scale: int, edge_factor: int = 16, seed: int = 1, weights: bool = False
+) -> int:
+    """Writes a Graph500 Kronecker graph (2**scale vertices, edge_factor * 2**scale edges) to
+    ``out`` as bin records (u32 src, u32 dst[, f32 weight]); returns the edge count. Import it
+    with ``Graph.import_(out, out_store, format="bin", directed=True)`` (``weights="f32"``)."""
+
+class Kmeans:
+    """What one ``sluice.kmeans`` run found."""
+
+    centres: npt.NDArray[np.float64]
+    """k x d cluster centres."""
+    counts: npt.NDArray[np.uint64]
+    inertia: float
+    """Sum of squared distances of the records to their centres."""
+    iterations: int
+    stop: str
+    n: int
+    d: int
+    run: dict
+
+def kmeans(
+    path: PathLike,
+    k: int,
+    *,
+    dims: Optional[int] = None,
+    dtype: Optional[str] = None,
+    endian: Optional[str] = None,
+    init: Optional[str] = None,
+    threshold: Optional[float] = None,
+    max_iter: Optional[int] = None,
+    seed: Optional[int] = None,
+    labels: Optional[PathLike] = None,
+    memory: Memory = None,
+    progress: Progress = None,
+) -> Kmeans:
+    """k-means (Lloyd) over the records of ``path``, one streaming pass per iteration.
+
+    path: a 2-D ``.npy`` of f32 or f64 (n records x d features), or a raw file (give ``dtype``
+    and ``dims``).
+    init: "k-means++" (default) or a .npy of k initial centres; seed: the k-means++ seed.
+    threshold: stop when the centres move less than this (relative, as scikit-learn's tol);
+    max_iter: iteration cap. labels: write each record's cluster (a .npy of int64) there.
+    Parameters are checked as the CLI's ``sluice kmeans`` flags.
+    """
+
+def fft(
+    x: npt.ArrayLike, *, procs: Optional[int] = None, inverse: bool = False
+) -> npt.NDArray[np.complex128]:
+    """The discrete Fourier transform of a complex vector (``numpy.fft.fft``; with
+    ``inverse=True`` ``numpy.fft.ifft``, scaled by 1/n) on ``procs`` BSP processes (threads).
+
+    len(x) must be a power of two; procs a power of two with procs**2 <= len(x) (default: the
+    most that leave each process at least 2**16 values). The input is copied once into the
+    buffer the transform works in, which becomes the result (no second copy).
+    """

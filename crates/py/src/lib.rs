@@ -1,0 +1,47 @@
+//! sluice-py: the Python package `sluice` (PyO3, built by maturin as an abi3 wheel).
+//!
+//! Calls the library crates directly, never the CLI: [`graph`] opens and imports grid stores and
+//! runs the graph algorithms, [`kernels`] the streaming kernels; results are NumPy arrays that
+//! own the `Vec`s Rust filled (no second copy). Long calls run on a worker thread with the GIL
+//! released and stop on Ctrl-C ([`wait`]). Errors are `sluice.SluiceError` subclasses with the
+//! CLI's messages ([`errors`]). Python-side documentation and types: `sluice.pyi`.
+//!
+//! # Modules
+//! ```text
+//! errors     SluiceError and its subclasses; mapping from the library error types
+//! graph      sluice.Graph: open, import_ (files or NumPy arrays), the algorithms; kronecker
+//! kernels    sluice.stats, sluice.grep
+//! transforms sluice.kmeans (streaming, over a file), sluice.fft (BSP, over a NumPy vector)
+//! view*      NumPy views of memory a Python object owns (Graph.ids)
+//! wait       worker thread, GIL released, progress, Ctrl-C -> cancel flag -> join
+//! ```
+//! `*`: the one module with `unsafe` code, one `// SAFETY:` per block.
+
+#![deny(unsafe_code)]
+
+mod errors;
+mod graph;
+mod kernels;
+mod transforms;
+#[allow(unsafe_code)]
+mod view;
+mod wait;
+
+use pyo3::prelude::*;
+
+/// The Python module `sluice`.
+#[pymodule]
+fn sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("UNREACHED", sluice_graph::algo::bfs::UNREACHED)?;
+    errors::register(m)?;
+    m.add_class::<graph::Graph>()?;
+    m.add_class::<kernels::Stats>()?;
+    m.add_function(wrap_pyfunction!(graph::kronecker, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::stats, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::grep, m)?)?;
+    m.add_class::<transforms::Kmeans>()?;
+    m.add_function(wrap_pyfunction!(transforms::kmeans, m)?)?;
+    m.add_function(wrap_pyfunction!(transforms::fft, m)?)?;
+    Ok(())
+}
