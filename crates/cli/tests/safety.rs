@@ -2,6 +2,7 @@
 //! nothing half-written, nothing silently wrong. Each test reproduces one defect of the issue.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -180,7 +181,7 @@ fn interrupted_forced_import_leaves_one_whole_store() {
     for i in 0..10u32 {
         let (input, from, to) =
             if i % 2 == 0 { (&a, &meta_b, &meta_a) } else { (&b, &meta_a, &meta_b) };
-        let mut child = import(input, &store, true)
+        let child = import(input, &store, true)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -233,13 +234,28 @@ fn import_into_a_locked_target_is_refused() {
     let input = dir.path().join("g.bin");
     gen_file(&input, 4, 1);
     let store = dir.path().join("g.grid");
-    let lock = std::fs::File::create(dir.path().join(".g.grid.lock")).unwrap();
-    lock.lock().unwrap();
+    // util-linux flock(1) holds the lock while its command runs (File::lock needs Rust 1.89).
+    let mut holder = Command::new("flock")
+        .arg(dir.path().join(".g.grid.lock"))
+        .args(["-c", "echo locked; sleep 30"])
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock(1)");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
     let out = import(&input, &store, false).output().unwrap();
+    // The whole group: the shell and sleep inherited the locked descriptor.
+    let _ = Command::new("kill").args(["-KILL", &format!("-{}", holder.id())]).status();
+    holder.wait().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("another"), "{}", stderr(&out));
     assert!(!store.exists());
-    drop(lock);
     assert!(import(&input, &store, false).output().unwrap().status.success());
 }
 
@@ -249,7 +265,7 @@ fn interrupted_gen_leaves_no_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("big.bin");
     for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
-        let mut child = Command::new(bin())
+        let child = Command::new(bin())
             .args(["graph", "gen", "--scale", "22", "-o", s(&target)])
             .stderr(Stdio::piped())
             .spawn()

@@ -340,9 +340,9 @@ fn lock_target(parent: &Path, name: &str) -> Result<TargetLock, Error> {
             std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(p)
         })
         .map_err(|e| Error::io(&path, "cannot create the lock file", e))?;
-        match file.try_lock() {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
                 // Not ours to remove, even on a signal.
                 temps::unregister(&path);
                 return Err(Error::io(
@@ -351,7 +351,7 @@ fn lock_target(parent: &Path, name: &str) -> Result<TargetLock, Error> {
                     std::io::ErrorKind::WouldBlock.into(),
                 ));
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, "cannot lock", e)),
+            Err(e) => return Err(Error::io(&path, "cannot lock", e.into())),
         }
         // The holder before us may have removed the file between our open and our lock.
         let same = match (file.metadata(), std::fs::metadata(&path)) {

@@ -8,7 +8,8 @@
 //! 3. The default is the smallest memory limit of the process's cgroup and its ancestors when one
 //!    is set (v2 `memory.max`, v1 `memory.limit_in_bytes`), else [`DEFAULT_RAM_FRACTION`] of
 //!    physical RAM.
-//! 4. A budget asked for that is more than physical RAM is refused ([`check_budget`]).
+//! 4. A budget asked for that is more than physical RAM or the cgroup limit is refused
+//!    ([`check_budget`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -88,12 +89,20 @@ pub fn cgroup_limit_in(proc_cgroup: &str, root: &Path) -> Option<u64> {
     smallest
 }
 
-/// Checks a budget the user asked for against the machine: more than its physical memory is an
+/// Checks a budget the user asked for against the machine: more than its physical memory, or
+/// than the cgroup limit (which would OOM-kill the process before the budget stops it), is an
 /// [`Error::BudgetOverMachine`] with both numbers (issue 17, defect 14).
 pub fn check_budget(requested: u64) -> Result<u64, Error> {
-    let physical = physical_ram();
-    if requested > physical {
-        return Err(Error::BudgetOverMachine { requested, physical });
+    check_budget_against(requested, physical_ram(), cgroup_limit())
+}
+
+fn check_budget_against(requested: u64, physical: u64, cgroup: Option<u64>) -> Result<u64, Error> {
+    let (limit, what) = match cgroup {
+        Some(c) if c < physical => (c, "this process's cgroup memory limit"),
+        _ => (physical, "this machine's physical memory"),
+    };
+    if requested > limit {
+        return Err(Error::BudgetOverMachine { requested, limit, what });
     }
     Ok(requested)
 }
@@ -236,10 +245,15 @@ mod tests {
     #[test]
     fn budget_over_the_machine_is_refused_with_the_numbers() {
         let ram = physical_ram();
-        assert_eq!(check_budget(ram / 2).unwrap(), ram / 2);
-        let huge = parse_size("16777216T").unwrap_or(u64::MAX);
+        assert!(check_budget(ram / 64).is_ok() || cgroup_limit().is_some_and(|c| c < ram / 64));
+        let huge = 1u64 << 60;
         let err = check_budget(huge).unwrap_err().to_string();
-        assert!(err.contains(&ram.to_string()) && err.contains(&huge.to_string()), "{err}");
+        assert!(err.contains(&huge.to_string()), "{err}");
+        let err = check_budget_against(3000, 2000, None).unwrap_err().to_string();
+        assert!(err.contains("3000") && err.contains("2000") && err.contains("physical"), "{err}");
+        let err = check_budget_against(3000, 8000, Some(1000)).unwrap_err().to_string();
+        assert!(err.contains("1000") && err.contains("cgroup"), "{err}");
+        assert_eq!(check_budget_against(900, 8000, Some(1000)).unwrap(), 900);
     }
 
     #[test]

@@ -269,6 +269,34 @@ mod tests {
     }
 
     #[test]
+    fn rule1_links_are_followed_to_what_is_written() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("file"), "x").unwrap();
+        symlink("file", d.join("rel")).unwrap();
+        symlink(d.join("rel"), d.join("abs")).unwrap();
+        symlink("missing", d.join("dangling")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+        symlink("/dev/stdout", d.join("out")).unwrap();
+        symlink("/dev/null", d.join("null")).unwrap();
+        assert!(
+            matches!(resolve(&d.join("abs")).unwrap(), Resolved::Replace(p, Some(_)) if p == d.join("file"))
+        );
+        assert_eq!(
+            resolve(&d.join("dangling")).unwrap(),
+            Resolved::Replace(d.join("missing"), None)
+        );
+        assert_eq!(resolve(&d.join("out")).unwrap(), Resolved::Stdout);
+        assert_eq!(resolve(&d.join("null")).unwrap(), Resolved::Direct("/dev/null".into()));
+        assert_eq!(
+            resolve(Path::new("/proc/self/fd/2")).unwrap(),
+            Resolved::Direct("/proc/self/fd/2".into())
+        );
+        assert!(resolve(&d.join("loop")).is_err());
+    }
+
+    #[test]
     fn non_regular_target_is_written_directly() {
         let mut out = OutputFile::create("/dev/null").unwrap();
         out.write_all(b"x").unwrap();
