@@ -87,7 +87,9 @@ impl PipelineArgs {
     /// The memory budget the user set, or the default.
     pub(crate) fn budget(&self) -> anyhow::Result<Budget> {
         let total = match &self.memory {
-            Some(text) => sluice_io::parse_size(text)?,
+            Some(text) => sluice_io::parse_size(text)
+                .and_then(sluice_io::memory::check_budget)
+                .context("--memory")?,
             None => sluice_io::memory::default_budget(),
         };
         Budget::new(total).context("--memory")
@@ -127,13 +129,26 @@ impl PipelineArgs {
 }
 
 /// Sets a kernel's parameters from its named flags (`(hint key, value)`, in order), then from
-/// `--hint KEY=VALUE` strings, which come later and so win (`sluice_kernels::hints` rule 3).
-/// An error names the flag it came from.
+/// `--hint KEY=VALUE` strings (`sluice_kernels::hints` rule 3). A hint that sets a parameter a
+/// flag also set, to another value, is a conflict and an error (issue 17): neither silently
+/// wins. An error names the flag it came from.
 pub(crate) fn apply_flags<C: sluice_kernels::Hinted>(
     config: &mut C,
     flags: &[(&str, &Option<String>)],
     hints: &[String],
 ) -> anyhow::Result<()> {
+    for (key, value) in sluice_kernels::hints::parse_pairs(hints)? {
+        let key = sluice_kernels::hints::normalize_key(&key);
+        let flag = flags.iter().find_map(|(k, v)| (*k == key).then_some(v.as_deref())).flatten();
+        if let Some(flag_value) = flag {
+            if !flag_value.trim().eq_ignore_ascii_case(value.trim()) {
+                anyhow::bail!(
+                    "--hint {key}={value} conflicts with --{} {flag_value}; give one of them",
+                    key.replace('_', "-")
+                );
+            }
+        }
+    }
     for (key, value) in flags {
         if let Some(value) = value {
             config

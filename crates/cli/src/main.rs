@@ -56,13 +56,34 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    // First, before any thread starts: SIGINT/SIGTERM/SIGHUP become a clean exit (130/143/129)
+    // with every temporary removed (`sluice_io::output::signals`).
+    sluice_io::output::signals::install();
+    let args = Args::parse();
+    // A closed stdout (`>&-`) would lose every report silently (Rust's stdout ignores EBADF),
+    // and the next file opened would take descriptor 1: refuse to start (issue 17).
+    if sluice_io::output::stdout_was_closed() {
+        eprintln!("sluice: stdout is closed; redirect it to a file or /dev/null");
+        return ExitCode::from(2);
+    }
+    match run(args) {
         Ok(code) => code,
+        // A reader that stopped early (`| head`): success, as `common::write_or_close` does for
+        // reports; the same for every command and every output (issue 17).
+        Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("sluice: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Returns true if and only if `err` comes from writing into a pipe whose reader has gone.
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {

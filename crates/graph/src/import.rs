@@ -18,9 +18,13 @@
 //!    with no vertex is an error.
 //! 3. Duplicate edges and self loops are kept, unless `simple` is set, which removes both
 //!    (keeping the smallest weight of duplicates).
-//! 4. The store appears at its target only when complete (temporary directory + rename);
-//!    scratch and partial files are removed on error and on SIGINT/SIGTERM
-//!    ([`crate::cleanup`]).
+//! 4. The store appears at its target only when complete: it is built in a temporary directory
+//!    beside the target, the old store is renamed aside, the new one renamed in, then the old
+//!    one deleted; scratch and partial files are removed on error and on SIGINT/SIGTERM
+//!    ([`crate::cleanup`]), and leftovers of a killed import are cleaned by the next one.
+//! 5. One import at a time per target: an advisory lock on `.{name}.lock` beside it (removed
+//!    when the import ends); a second import is an error. `force` replaces only an empty
+//!    directory or a grid store whose `meta.json` has the format marker and a valid checksum.
 //!
 //! # Modules
 //! This file holds the options, the report and [`import`], which runs the passes:
@@ -38,8 +42,10 @@ use std::time::Instant;
 
 use sluice_io::{Budget, Pipeline};
 
+use sluice_io::output::temps;
+
 use crate::Error;
-use crate::cleanup::TempDir;
+use crate::cleanup::{self, TempDir};
 use crate::store::{self, EDGE_BYTES, Meta};
 
 mod blocks;
@@ -156,14 +162,17 @@ pub fn import(
     let input_bytes: u64 =
         source.files.iter().map(|f| std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0)).sum();
 
-    // Target and temporary directories.
-    check_target(out, opts.force)?;
+    // Target and temporary directories: the target is locked for the whole import, checked
+    // under the lock, and the leftovers of killed imports into it are cleaned first.
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let name =
         out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
+    let _lock = lock_target(&parent, &name)?;
+    recover_leftovers(out, &parent, &name);
+    check_target(out, opts.force)?;
     let stage = TempDir::new(parent.join(format!(".{name}.tmp-{}", std::process::id())))?;
     let scratch = match &opts.tmp_dir {
         Some(t) => Some(TempDir::new(t.join(format!(".sluice-import-{}", std::process::id())))?),
@@ -268,30 +277,126 @@ pub fn import(
     );
     store::write_meta(&dir, &mut meta)?;
 
-    // Publish.
+    // Publish (contract rule 4).
     drop(scratch);
-    if out.exists() {
-        std::fs::remove_dir_all(out).map_err(|e| Error::io(out, "cannot replace", e))?;
-    }
-    std::fs::rename(&dir, out)
-        .map_err(|e| Error::io(out, "cannot move the new store into place", e))?;
+    publish(&dir, out, &parent.join(format!(".{name}.old-{}", std::process::id())))?;
     stage.keep();
     Ok(ImportReport { meta, seconds: start.elapsed().as_secs_f64(), input_bytes, scratch_bytes })
 }
 
-/// Refuses an existing `out` unless `force` is set, and never replaces a non-empty directory
-/// that is not a grid store (it has no `meta.json`), `force` or not.
-fn check_target(out: &Path, force: bool) -> Result<(), Error> {
-    if !out.exists() {
-        return Ok(());
+/// Moves the finished store `stage` to `out` atomically: the old store (if any) is renamed
+/// aside to `aside`, the new one renamed in, then the old one deleted. Both renames are one
+/// critical step (an interruption comes before or after them, never between); the aside copy is
+/// registered as a temporary, so an interruption while it is deleted still removes it.
+fn publish(stage: &Path, out: &Path, aside: &Path) -> Result<(), Error> {
+    let had_old = temps::critical(|| -> Result<bool, Error> {
+        let had_old = out.symlink_metadata().is_ok();
+        if had_old {
+            std::fs::rename(out, aside)
+                .map_err(|e| Error::io(out, "cannot move the old store aside", e))?;
+            temps::register(aside);
+        }
+        if let Err(e) = std::fs::rename(stage, out) {
+            if had_old {
+                let _ = std::fs::rename(aside, out);
+                temps::unregister(aside);
+            }
+            return Err(Error::io(out, "cannot move the new store into place", e));
+        }
+        temps::unregister(stage);
+        Ok(had_old)
+    })?;
+    if had_old {
+        temps::remove_any(aside);
+        temps::unregister(aside);
     }
+    Ok(())
+}
+
+/// The import lock of a target: an advisory `flock` on `.{name}.lock` beside it. The file is
+/// removed when the lock is given back (and by the signal handler), so no lock file outlives
+/// the import that took it.
+#[derive(Debug)]
+struct TargetLock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl Drop for TargetLock {
+    fn drop(&mut self) {
+        // Removed while still locked: whoever opened this inode meanwhile sees it unlinked
+        // (`lock_target` checks) and takes a fresh file.
+        let _ = std::fs::remove_file(&self.path);
+        temps::unregister(&self.path);
+    }
+}
+
+/// Takes the import lock of `parent/name`; another import holding it is an error, not a wait.
+fn lock_target(parent: &Path, name: &str) -> Result<TargetLock, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let path = parent.join(format!(".{name}.lock"));
+    loop {
+        let file = temps::create_registered(&path, |p| {
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(p)
+        })
+        .map_err(|e| Error::io(&path, "cannot create the lock file", e))?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+                // Not ours to remove, even on a signal.
+                temps::unregister(&path);
+                return Err(Error::io(
+                    &path,
+                    "another import into this store is running (it holds the lock)",
+                    std::io::ErrorKind::WouldBlock.into(),
+                ));
+            }
+            Err(e) => return Err(Error::io(&path, "cannot lock", e.into())),
+        }
+        // The holder before us may have removed the file between our open and our lock.
+        let same = match (file.metadata(), std::fs::metadata(&path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        };
+        if same {
+            return Ok(TargetLock { path, _file: file });
+        }
+        temps::unregister(&path);
+    }
+}
+
+/// Cleans what killed imports into `out` left (called under the lock): staging directories
+/// `.{name}.tmp-{pid}` of dead processes are removed; an aside copy `.{name}.old-{pid}` is the
+/// old store of an import killed between its two renames: it is moved back when `out` is
+/// missing, else removed.
+fn recover_leftovers(out: &Path, parent: &Path, name: &str) {
+    cleanup::clean_leftovers(parent, &format!(".{name}.tmp-"));
+    let prefix = format!(".{name}.old-");
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let Some(pid) = temps::leftover_pid(&entry.file_name().to_string_lossy(), &prefix) else {
+            continue;
+        };
+        if temps::process_alive(pid) {
+            continue;
+        }
+        if out.symlink_metadata().is_err() && std::fs::rename(entry.path(), out).is_ok() {
+            continue;
+        }
+        temps::remove_any(&entry.path());
+    }
+}
+
+/// Refuses an existing `out` unless `force` is set, and never replaces anything but an empty
+/// directory or a grid store (a `meta.json` with the format marker and a valid checksum),
+/// `force` or not: a symbolic link, a file, or a directory of anything else is kept.
+fn check_target(out: &Path, force: bool) -> Result<(), Error> {
+    let Ok(meta) = out.symlink_metadata() else { return Ok(()) };
     if !force {
         return Err(Error::TargetExists { path: out.to_path_buf() });
     }
-    if out.is_dir()
-        && !out.join("meta.json").exists()
-        && out.read_dir().map_or(true, |mut d| d.next().is_some())
-    {
+    let empty_dir = meta.is_dir() && out.read_dir().is_ok_and(|mut d| d.next().is_none());
+    if !meta.is_dir() || !(empty_dir || store::read_meta(out).is_ok()) {
         return Err(Error::TargetNotAStore { path: out.to_path_buf() });
     }
     Ok(())

@@ -102,6 +102,17 @@ pub enum Error {
         /// The whole budget.
         budget: u64,
     },
+    /// A memory budget larger than the machine's physical memory or the cgroup's limit (issue
+    /// 17, defect 14).
+    #[error("a memory budget of {requested} bytes is more than {what} ({limit} bytes)")]
+    BudgetOverMachine {
+        /// The budget asked for.
+        requested: u64,
+        /// The limit it exceeds.
+        limit: u64,
+        /// Which limit: physical memory or the cgroup's.
+        what: &'static str,
+    },
     /// A memory size string could not be parsed.
     #[error("cannot parse memory size {0:?} (use bytes, or a number with K, M, G or T)")]
     BadSize(String),

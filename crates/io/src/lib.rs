@@ -59,6 +59,8 @@
 //! stats.rs             RunStats: the figures of a run, and merging them
 //! trace.rs             the Chrome trace-event timeline of a run
 //! output.rs            OutputFile (written beside, then renamed) and the .npy header
+//!   output/temps.rs       temporary paths, the publish lock, leftovers of killed runs
+//!   output/signals.rs     SIGINT/SIGTERM/SIGHUP: temporaries removed, exit 128 + signal
 //! error.rs             Error, the crate's one error type
 //! ```
 

@@ -5,9 +5,13 @@
 //!    fixed allowance for the program itself ([`BASELINE_BYTES`]).
 //! 2. Every large allocation is reserved first with [`Budget::reserve`]; a reservation over what
 //!    is left is an [`Error::OverBudget`] before any work starts, never an OOM kill later.
-//! 3. The default is the cgroup's memory limit when one is set (v2 `memory.max`, v1
-//!    `memory.limit_in_bytes`), else [`DEFAULT_RAM_FRACTION`] of physical RAM.
+//! 3. The default is the smallest memory limit of the process's cgroup and its ancestors when one
+//!    is set (v2 `memory.max`, v1 `memory.limit_in_bytes`), else [`DEFAULT_RAM_FRACTION`] of
+//!    physical RAM.
+//! 4. A budget asked for that is more than physical RAM or the cgroup limit is refused
+//!    ([`check_budget`]).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,31 +38,73 @@ pub fn parse_size(text: &str) -> Result<u64, Error> {
         _ => return Err(bad()),
     };
     let bytes = value * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+    // `u64::MAX as f64` is 2^64, itself out of range.
+    if !bytes.is_finite() || bytes < 1.0 || bytes >= u64::MAX as f64 {
         return Err(bad());
     }
     Ok(bytes as u64)
 }
 
-/// The cgroup memory limit of this process, if one is set.
+/// The smallest memory limit of this process's cgroup and its ancestors, if one is set
+/// (contract rule 3).
 pub fn cgroup_limit() -> Option<u64> {
     let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    for line in cgroup.lines() {
+    cgroup_limit_in(&cgroup, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`cgroup_limit`] for a `/proc/self/cgroup` text and a cgroup file system mounted at `root`:
+/// walks from the process's cgroup up to the root, in the v2 hierarchy (`memory.max`) and the
+/// v1 memory controller (`memory/…/memory.limit_in_bytes`), and takes the smallest limit. A
+/// parent's limit caps its children although theirs reads "max" (issue 17, defect 12).
+pub fn cgroup_limit_in(proc_cgroup: &str, root: &Path) -> Option<u64> {
+    let mut smallest: Option<u64> = None;
+    for line in proc_cgroup.lines() {
         let mut parts = line.splitn(3, ':');
-        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let file = if id == "0" && controllers.is_empty() {
-            format!("/sys/fs/cgroup{path}/memory.max")
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (base, file) = if id == "0" && controllers.is_empty() {
+            (root.to_path_buf(), "memory.max")
         } else if controllers.split(',').any(|c| c == "memory") {
-            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+            (root.join("memory"), "memory.limit_in_bytes")
         } else {
             continue;
         };
-        let text = std::fs::read_to_string(&file).ok()?;
-        let limit: u64 = text.trim().parse().ok()?;
-        // cgroup v1 reports "no limit" as a huge page-rounded number.
-        return (limit < (1u64 << 60)).then_some(limit);
+        let mut dir = base.join(path.trim_start_matches('/'));
+        loop {
+            let limit = std::fs::read_to_string(dir.join(file))
+                .ok()
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                // cgroup v1 reports "no limit" as a huge page-rounded number; v2 as "max".
+                .filter(|&l| l < (1u64 << 60));
+            if let Some(l) = limit {
+                smallest = Some(smallest.map_or(l, |s| s.min(l)));
+            }
+            if dir == base || !dir.pop() || !dir.starts_with(&base) {
+                break;
+            }
+        }
     }
-    None
+    smallest
+}
+
+/// Checks a budget the user asked for against the machine: more than its physical memory, or
+/// than the cgroup limit (which would OOM-kill the process before the budget stops it), is an
+/// [`Error::BudgetOverMachine`] with both numbers (issue 17, defect 14).
+pub fn check_budget(requested: u64) -> Result<u64, Error> {
+    check_budget_against(requested, physical_ram(), cgroup_limit())
+}
+
+fn check_budget_against(requested: u64, physical: u64, cgroup: Option<u64>) -> Result<u64, Error> {
+    let (limit, what) = match cgroup {
+        Some(c) if c < physical => (c, "this process's cgroup memory limit"),
+        _ => (physical, "this machine's physical memory"),
+    };
+    if requested > limit {
+        return Err(Error::BudgetOverMachine { requested, limit, what });
+    }
+    Ok(requested)
 }
 
 /// Physical RAM in bytes.
@@ -166,9 +212,48 @@ mod tests {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("1.5k").unwrap(), 1536);
         assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
-        for bad in ["", "G", "12Q", "-1", "0", "1e99T"] {
+        for bad in ["", "G", "12Q", "-1", "0", "1e99T", "16777216T"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn cgroup_limit_is_the_smallest_on_the_way_to_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        // v2: the process's own cgroup says "max", its parent 512 MiB, the grandparent 1 GiB.
+        let own = r.join("a/b/c");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(own.join("memory.max"), "max\n").unwrap();
+        std::fs::write(r.join("a/b/memory.max"), "536870912\n").unwrap();
+        std::fs::write(r.join("a/memory.max"), "1073741824\n").unwrap();
+        assert_eq!(cgroup_limit_in("0::/a/b/c\n", r), Some(512 << 20));
+        assert_eq!(cgroup_limit_in("0::/a\n", r), Some(1 << 30));
+        // v1: the memory controller's hierarchy, "unlimited" as a huge number.
+        let v1 = r.join("memory/x/y");
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
+        std::fs::write(r.join("memory/x/memory.limit_in_bytes"), "268435456\n").unwrap();
+        assert_eq!(cgroup_limit_in("5:cpu,memory:/x/y\n", r), Some(256 << 20));
+        assert_eq!(cgroup_limit_in("5:cpu:/x/y\n", r), None);
+        // Both: the smaller wins. No limit anywhere: none.
+        assert_eq!(cgroup_limit_in("5:memory:/x/y\n0::/a/b/c\n", r), Some(256 << 20));
+        std::fs::create_dir_all(r.join("free")).unwrap();
+        assert_eq!(cgroup_limit_in("0::/free\n", r), None);
+    }
+
+    #[test]
+    fn budget_over_the_machine_is_refused_with_the_numbers() {
+        let ram = physical_ram();
+        assert!(check_budget(ram / 64).is_ok() || cgroup_limit().is_some_and(|c| c < ram / 64));
+        let huge = 1u64 << 60;
+        let err = check_budget(huge).unwrap_err().to_string();
+        assert!(err.contains(&huge.to_string()), "{err}");
+        let err = check_budget_against(3000, 2000, None).unwrap_err().to_string();
+        assert!(err.contains("3000") && err.contains("2000") && err.contains("physical"), "{err}");
+        let err = check_budget_against(3000, 8000, Some(1000)).unwrap_err().to_string();
+        assert!(err.contains("1000") && err.contains("cgroup"), "{err}");
+        assert_eq!(check_budget_against(900, 8000, Some(1000)).unwrap(), 900);
     }
 
     #[test]

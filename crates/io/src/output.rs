@@ -1,61 +1,154 @@
-//! Writing an output file so that a reader never sees half of it.
+//! Writing an output file so that a reader never sees half of it, and nothing that is not ours
+//! is ever replaced (issue 17, defect 1).
 //!
 //! # Contract
-//! 1. A regular-file target is written to a temporary file beside it and renamed over it by
-//!    [`OutputFile::commit`]; dropped without `commit`, the temporary file is removed and the
-//!    target is untouched.
-//! 2. `-` is standard output; a target that exists and is not a regular file (`/dev/null`, a
-//!    pipe, a character device) is written directly.
+//! 1. The target is resolved first: symbolic links are followed (at most 40 hops) to the path
+//!    that would be written.
+//! 2. A resolved regular file, or a new name, is written to a temporary file beside it
+//!    ([`temps`] rule 3 names it) and renamed over it by [`OutputFile::commit`]; a replaced
+//!    file's permission bits are kept. Dropped without `commit`, or interrupted by a signal
+//!    ([`signals`]), the temporary file is removed and the target is untouched. Leftover
+//!    temporaries of a killed run on the same target are removed when the next one starts.
+//! 3. `-`, `/dev/stdout`, `/dev/fd/1` and `/proc/self/fd/1` are standard output, written through
+//!    a duplicate of descriptor 1 (a closed stdout is an error at `create`, not lost output).
+//!    Any other target that is not a regular file (a character device, a FIFO, a socket, a
+//!    `/dev/fd/N` or `/proc/*/fd/N` descriptor link) is opened and written directly, never
+//!    replaced.
+//! 4. A write or flush error, `EPIPE` included, is returned to the caller with the path.
+//!
+//! # Modules
+//! * `temps`: the registry of temporary paths, the publish lock, leftovers of killed runs;
+//! * `signals`: the thread that turns SIGINT/SIGTERM/SIGHUP into a clean exit (130/143/129).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+
+pub mod signals;
+pub mod temps;
 
 /// An output being written; see the module contract.
 #[derive(Debug)]
 pub struct OutputFile {
-    writer: BufWriter<Box<dyn WriteDebug>>,
+    writer: BufWriter<File>,
     temp: Option<PathBuf>,
+    /// The path the caller named.
     target: PathBuf,
+    /// The resolved path the temporary file is renamed to.
+    dest: PathBuf,
 }
 
-trait WriteDebug: Write + std::fmt::Debug + Send {}
-impl<T: Write + std::fmt::Debug + Send> WriteDebug for T {}
+/// Where an output goes once its path is resolved (contract rules 1 and 3).
+#[derive(Debug, PartialEq, Eq)]
+enum Resolved {
+    Stdout,
+    Direct(PathBuf),
+    Replace(PathBuf, Option<std::fs::Permissions>),
+}
+
+/// Follows `target`'s symbolic links to what an output to it must do.
+fn resolve(target: &Path) -> std::io::Result<Resolved> {
+    let mut path = target.to_path_buf();
+    for _ in 0..40 {
+        if is_stdout_name(&path) {
+            return Ok(Resolved::Stdout);
+        }
+        if is_descriptor_link(&path) {
+            return Ok(Resolved::Direct(path));
+        }
+        let meta = match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Resolved::Replace(path, None));
+            }
+            Err(e) => return Err(with_path(e, &path)),
+            Ok(m) => m,
+        };
+        if meta.file_type().is_symlink() {
+            let link = std::fs::read_link(&path).map_err(|e| with_path(e, &path))?;
+            path = match path.parent() {
+                Some(dir) if link.is_relative() => dir.join(link),
+                _ => link,
+            };
+        } else if meta.is_file() {
+            return Ok(Resolved::Replace(path, Some(meta.permissions())));
+        } else {
+            return Ok(Resolved::Direct(path));
+        }
+    }
+    Err(with_path(std::io::Error::other("too many levels of symbolic links"), target))
+}
+
+fn is_stdout_name(path: &Path) -> bool {
+    ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"].iter().any(|n| path.as_os_str() == *n)
+}
+
+/// `/dev/fd/N` and `/proc/PID/fd/N`: "links" that name an open descriptor, not a path.
+fn is_descriptor_link(path: &Path) -> bool {
+    let s = path.to_string_lossy();
+    s.starts_with("/dev/fd/")
+        || s.strip_prefix("/proc/")
+            .and_then(|r| r.split_once('/'))
+            .is_some_and(|(_, rest)| rest.starts_with("fd/"))
+        || s == "/dev/stderr"
+}
+
+/// Returns true if and only if standard output was closed when the process started: Rust's
+/// runtime then opens `/dev/null` read-write on descriptor 1 (`std::sys::pal::unix::init`), so
+/// output would vanish with exit 0. A shell's `>/dev/null` opens it write-only, which is not
+/// mistaken for this.
+pub fn stdout_was_closed() -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let out = std::io::stdout();
+    let fd = out.as_fd();
+    let Ok(flags) = fcntl(fd, FcntlArg::F_GETFL) else { return true };
+    let read_write = OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE == OFlag::O_RDWR;
+    let null = nix::sys::stat::stat("/dev/null").map(|s| s.st_rdev);
+    let here = nix::sys::stat::fstat(fd).map(|s| (s.st_mode, s.st_rdev));
+    match (null, here) {
+        (Ok(null), Ok((mode, rdev))) => {
+            read_write && (mode & libc::S_IFMT) == libc::S_IFCHR && rdev == null
+        }
+        _ => false,
+    }
+}
 
 impl OutputFile {
     /// Opens `target` for writing (see the module contract). Errors name the path.
     pub fn create(target: impl AsRef<Path>) -> std::io::Result<OutputFile> {
         let target = target.as_ref().to_path_buf();
-        if target.as_os_str() == "-" {
-            let out: Box<dyn WriteDebug> = Box::new(std::io::stdout());
-            return Ok(OutputFile {
-                writer: BufWriter::with_capacity(1 << 16, out),
-                temp: None,
-                target,
-            });
-        }
-        let direct = std::fs::metadata(&target).map(|m| !m.is_file()).unwrap_or(false);
-        if direct {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&target)
-                .map_err(|e| with_path(e, &target))?;
-            let out: Box<dyn WriteDebug> = Box::new(file);
-            return Ok(OutputFile {
-                writer: BufWriter::with_capacity(1 << 16, out),
-                temp: None,
-                target,
-            });
-        }
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
+        let (file, temp) = match resolve(&target)? {
+            Resolved::Stdout => {
+                if stdout_was_closed() {
+                    return Err(std::io::Error::other(
+                        "stdout is closed; redirect it to a file or /dev/null",
+                    ));
+                }
+                let fd = std::io::stdout().as_fd().try_clone_to_owned().map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("stdout is not open: {e}"))
+                })?;
+                (File::from(fd), None)
+            }
+            Resolved::Direct(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| with_path(e, &path))?;
+                (file, None)
+            }
+            Resolved::Replace(path, permissions) => {
+                let (file, temp) = create_temp(&path)?;
+                if let Some(p) = permissions {
+                    file.set_permissions(p).map_err(|e| with_path(e, &temp))?;
+                }
+                (file, Some((temp, path)))
+            }
         };
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&temp).map_err(|e| with_path(e, &temp))?;
-        let out: Box<dyn WriteDebug> = Box::new(file);
-        Ok(OutputFile { writer: BufWriter::with_capacity(1 << 16, out), temp: Some(temp), target })
+        let (temp, dest) = match temp {
+            Some((t, p)) => (Some(t), p),
+            None => (None, target.clone()),
+        };
+        Ok(OutputFile { writer: BufWriter::with_capacity(1 << 16, file), temp, target, dest })
     }
 
     /// The target path.
@@ -63,17 +156,51 @@ impl OutputFile {
         &self.target
     }
 
-    /// Flushes and, for a regular file, renames the temporary file over the target.
+    /// Flushes and, for a regular file, syncs the temporary file and renames it over the target
+    /// (an interruption comes wholly before or after the rename).
     pub fn commit(mut self) -> std::io::Result<()> {
         self.writer.flush().map_err(|e| with_path(e, &self.target))?;
         if let Some(temp) = self.temp.take() {
-            std::fs::rename(&temp, &self.target).map_err(|e| {
-                let _ = std::fs::remove_file(&temp);
-                with_path(e, &self.target)
-            })?;
+            let published = self.writer.get_ref().sync_all().and_then(|()| {
+                temps::critical(|| {
+                    std::fs::rename(&temp, &self.dest)?;
+                    temps::unregister(&temp);
+                    Ok(())
+                })
+            });
+            if let Err(e) = published {
+                temps::remove_any(&temp);
+                temps::unregister(&temp);
+                return Err(with_path(e, &self.target));
+            }
         }
         Ok(())
     }
+}
+
+/// Creates the temporary file for a regular-file target, after removing the leftovers of
+/// killed runs on the same target (contract rule 2).
+fn create_temp(path: &Path) -> std::io::Result<(File, PathBuf)> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.tmp-");
+    temps::clean_leftovers(&dir, &prefix);
+    for n in 0u32.. {
+        let suffix = if n == 0 { String::new() } else { format!("-{n}") };
+        let temp = dir.join(format!("{prefix}{}{suffix}", std::process::id()));
+        let made = temps::create_registered(&temp, |t| {
+            std::fs::OpenOptions::new().write(true).create_new(true).open(t)
+        });
+        match made {
+            Ok(file) => return Ok((file, temp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
+            Err(e) => return Err(with_path(e, &temp)),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 impl Write for OutputFile {
@@ -88,7 +215,8 @@ impl Write for OutputFile {
 impl Drop for OutputFile {
     fn drop(&mut self) {
         if let Some(temp) = self.temp.take() {
-            let _ = std::fs::remove_file(temp);
+            temps::remove_any(&temp);
+            temps::unregister(&temp);
         }
     }
 }
@@ -138,6 +266,34 @@ mod tests {
         out.write_all(b"new").unwrap();
         out.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn rule1_links_are_followed_to_what_is_written() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("file"), "x").unwrap();
+        symlink("file", d.join("rel")).unwrap();
+        symlink(d.join("rel"), d.join("abs")).unwrap();
+        symlink("missing", d.join("dangling")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+        symlink("/dev/stdout", d.join("out")).unwrap();
+        symlink("/dev/null", d.join("null")).unwrap();
+        assert!(
+            matches!(resolve(&d.join("abs")).unwrap(), Resolved::Replace(p, Some(_)) if p == d.join("file"))
+        );
+        assert_eq!(
+            resolve(&d.join("dangling")).unwrap(),
+            Resolved::Replace(d.join("missing"), None)
+        );
+        assert_eq!(resolve(&d.join("out")).unwrap(), Resolved::Stdout);
+        assert_eq!(resolve(&d.join("null")).unwrap(), Resolved::Direct("/dev/null".into()));
+        assert_eq!(
+            resolve(Path::new("/proc/self/fd/2")).unwrap(),
+            Resolved::Direct("/proc/self/fd/2".into())
+        );
+        assert!(resolve(&d.join("loop")).is_err());
     }
 
     #[test]

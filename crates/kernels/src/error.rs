@@ -122,6 +122,19 @@ pub enum Error {
         /// The bins asked for.
         bins: usize,
     },
+    /// A histogram range whose equal bins do not all have a finite, positive width (NumPy's
+    /// "Too many bins for data range"; issue 17).
+    #[error(
+        "option range: too many bins for the data range: cannot create {bins} finite-sized bins over [{lo}, {hi}]"
+    )]
+    TooManyBins {
+        /// Bins asked for.
+        bins: usize,
+        /// Low end.
+        lo: f64,
+        /// High end.
+        hi: f64,
+    },
     /// A histogram range that is not an interval of finite numbers (`lo <= hi`).
     #[error("option range: [{lo}, {hi}] is not an interval of finite numbers")]
     BadRange {

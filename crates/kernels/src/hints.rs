@@ -6,8 +6,9 @@
 //!    `-` and `_` are interchangeable and case is ignored (`record-size`, `record_size`).
 //! 2. An unknown key, or a value the parameter cannot take, is a [`Error`] naming the key
 //!    and the value; nothing is silently ignored.
-//! 3. Hints are applied in order over the config they are given (a later hint wins), so the CLI
-//!    applies them after its named flags: a hint overrides a flag.
+//! 3. Hints are applied in order over the config they are given (a later hint wins). The CLI
+//!    applies them after its named flags and refuses a hint that gives a parameter another value
+//!    than its flag did (a conflict is an error, issue 17; the same value twice is fine).
 
 use crate::Error;
 

@@ -293,6 +293,17 @@ fn parse_dict<D: NpyDtype>(
     let Lit::Dict(items) = p.value()? else {
         return Err(bad(path, base, "the header is not a dict"));
     };
+    // NumPy's `literal_eval` keeps the last of two equal keys, this parser the first: a
+    // repeated key is ambiguous and refused (issue 17).
+    for (i, (k, _)) in items.iter().enumerate() {
+        if items[..i].iter().any(|(seen, _)| seen == k) {
+            let name = match k {
+                Lit::Str(s) => format!("'{s}'"),
+                other => format!("{other:?}"),
+            };
+            return Err(bad(path, base, &format!("the header repeats the key {name}")));
+        }
+    }
     let get = |key: &str| items.iter().find(|(k, _)| *k == Lit::Str(key.into())).map(|(_, v)| v);
     let descr = match get("descr") {
         Some(Lit::Str(s)) => s.clone(),

@@ -221,7 +221,8 @@ unsafe fn register(
     memslot: *mut LpfMemslot,
     global: bool,
 ) -> LpfErr {
-    if memslot.is_null() {
+    // A NULL area of positive size would be written by the next put (issue 17): refused here.
+    if memslot.is_null() || (pointer.is_null() && size > 0) {
         return ERR_FATAL;
     }
     let op = Op::Register { global, ptr: pointer.cast::<u8>(), len: size };

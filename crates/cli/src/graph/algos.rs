@@ -48,7 +48,7 @@ pub(super) struct PagerankArgs {
     #[arg(long, default_value_t = 0.85)]
     damping: f64,
     /// Stop early when the L1 norm of an iteration's change falls below this.
-    #[arg(long)]
+    #[arg(long, value_parser = finite_non_negative)]
     tolerance: Option<f64>,
 }
 
@@ -303,4 +303,10 @@ pub(super) fn run_spmv(a: SpmvArgs) -> anyhow::Result<ExitCode> {
         json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": y.iter().sum::<f64>()});
     report(&a.common, &g, "spmv", secs, load, extra, top)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A finite number `>= 0` (NaN would never stop and infinity always would: issue 17).
+fn finite_non_negative(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(format!("{v} is not a finite number >= 0")) }
 }

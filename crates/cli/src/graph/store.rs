@@ -190,7 +190,8 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
         weights: a.weights,
     };
     let rec = if a.weights { 12 } else { 8 };
-    let total = (a.edge_factor << a.scale.min(40)).saturating_mul(rec);
+    let total = a.edge_factor.saturating_mul(1u64 << a.scale.min(40)).saturating_mul(rec);
+    check_free_space(&a.output, total)?;
     let progress = Progress::start("gen", total, true);
     let start = Instant::now();
     let counter = progress.counter();
@@ -207,7 +208,26 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
     })?;
     drop(progress);
     let secs = start.elapsed().as_secs_f64();
-    if a.json {
+    // Nothing but data on a data stream (issue 17, defect 4): with `-o -` the report goes to
+    // stderr.
+    let to_stdout = is_stdout(&a.output);
+    if a.json && to_stdout {
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "command": "graph gen", "scale": a.scale, "edge_factor": a.edge_factor, "seed": a.seed,
+                "vertices": 1u64 << a.scale, "edges": m, "bytes": m * rec, "seconds": secs, "output": a.output,
+            }))?
+        );
+    } else if to_stdout {
+        eprintln!(
+            "wrote {} edges over 2^{} vertices to stdout in {:.2} s (import with --format bin{})",
+            m,
+            a.scale,
+            secs,
+            if a.weights { " --weight f32" } else { "" }
+        );
+    } else if a.json {
         say!(
             "{}",
             serde_json::to_string_pretty(&json!({
@@ -226,6 +246,40 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Returns true if and only if `path` names standard output (`-` or `/dev/stdout`).
+fn is_stdout(path: &std::path::Path) -> bool {
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    match (std::fs::canonicalize(path), std::fs::canonicalize("/dev/stdout")) {
+        (Ok(p), Ok(out)) => p == out,
+        _ => path.as_os_str() == "/dev/stdout",
+    }
+}
+
+/// Refuses an output of `bytes` that cannot fit in the free space of its directory, before a
+/// byte is written (issue 17, defect 14). Outputs that are not files (stdout, a pipe, a device)
+/// are not checked.
+fn check_free_space(output: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
+    if is_stdout(output) || std::fs::metadata(output).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
+    }
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let free = sluice_graph::store::free_space(dir)?;
+    let replaced = std::fs::metadata(output).map_or(0, |m| m.len());
+    if bytes > free.saturating_add(replaced) {
+        anyhow::bail!(
+            "{}: the output needs {bytes} bytes but {} has {free} bytes free (-o, --scale, --edge-factor)",
+            output.display(),
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {

@@ -81,9 +81,15 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
     }
     let id_max = if id_bytes == 4 { u32::MAX as u64 } else { u64::MAX };
     for i in inputs {
-        if !i.is_file() {
-            return Err(Error::Input { path: i.clone(), msg: "no such file".into() });
-        }
+        // Name the real problem (issue 17: `import /tmp` said "no such file").
+        let msg = match std::fs::metadata(i) {
+            Ok(m) if m.is_file() => continue,
+            Ok(m) if m.is_dir() => "is a directory, not an input file".to_string(),
+            Ok(_) => "is not a regular file".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file".to_string(),
+            Err(e) => format!("cannot read: {e}"),
+        };
+        return Err(Error::Input { path: i.clone(), msg });
     }
     match opts.format {
         Format::Snap => {

@@ -71,6 +71,10 @@ impl StatsConfig {
         if !(lo.is_finite() && hi.is_finite()) || lo > hi {
             return Err(Error::BadRange { lo, hi });
         }
-        Ok(Some(if lo == hi { (bins, lo - 0.5, hi + 0.5) } else { (bins, lo, hi) }))
+        let (lo, hi) = if lo == hi { (lo - 0.5, hi + 0.5) } else { (lo, hi) };
+        if !super::histogram::finite_sized_bins(bins, lo, hi) {
+            return Err(Error::TooManyBins { bins, lo, hi });
+        }
+        Ok(Some((bins, lo, hi)))
     }
 }

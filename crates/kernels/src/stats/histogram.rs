@@ -24,12 +24,38 @@ pub(super) struct HistogramState {
     max_scratch: usize,
 }
 
+/// Edge `i` of `bins` equal bins over `[lo, hi]`, as `numpy.linspace` computes it (the last
+/// edge exactly `hi`).
+fn edge(i: usize, bins: usize, lo: f64, hi: f64) -> f64 {
+    if i == bins { hi } else { i as f64 * ((hi - lo) / bins as f64) + lo }
+}
+
+/// Returns true if and only if the edges are strictly increasing, NumPy's test before it counts
+/// (`numpy/lib/_histograms_impl.py`, `_get_bin_edges`: "Too many bins for data range. Cannot
+/// create N finite-sized bins"). A range wider than `f64::MAX` makes the step infinite and the
+/// first edge NaN (`0 · inf`); one too narrow for `bins` makes equal edges. Both fail here.
+pub(super) fn finite_sized_bins(bins: usize, lo: f64, hi: f64) -> bool {
+    // NumPy's test is `any(edges[:-1] >= edges[1:])`, false for a NaN pair; an infinite step
+    // always also makes an `inf >= inf` pair when bins >= 2, and NaN edges are refused outright
+    // so that no NaN edge is ever reported.
+    let mut prev = edge(0, bins, lo, hi);
+    if prev.is_nan() || !(hi - lo).is_finite() {
+        return false;
+    }
+    for i in 1..=bins {
+        let e = edge(i, bins, lo, hi);
+        if prev >= e || e.is_nan() {
+            return false;
+        }
+        prev = e;
+    }
+    true
+}
+
 impl HistogramState {
     pub(super) fn new(bins: usize, lo: f64, hi: f64, max_scratch: usize) -> HistogramState {
         // numpy.linspace: step = (hi - lo) / bins; edge_i = i * step + lo; last edge = hi.
-        let step = (hi - lo) / bins as f64;
-        let mut edges: Vec<f64> = (0..=bins).map(|i| i as f64 * step + lo).collect();
-        edges[bins] = hi;
+        let edges: Vec<f64> = (0..=bins).map(|i| edge(i, bins, lo, hi)).collect();
         HistogramState {
             norm: bins as f64 / (hi - lo),
             lo,
@@ -123,6 +149,18 @@ pub(super) fn scratch_arrays() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_without_finite_sized_bins_are_refused_as_numpy_refuses_them() {
+        // numpy.histogram(a, 4, (-1e308, 1e308)) raises "Too many bins for data range".
+        assert!(!finite_sized_bins(4, -1e308, 1e308));
+        // NumPy accepts one bin here and reports the edges [nan, 1.8e308]: refused, not NaN.
+        assert!(!finite_sized_bins(1, -f64::MAX, f64::MAX));
+        // Two bins between adjacent floats: the middle edge rounds onto an end.
+        assert!(!finite_sized_bins(2, 1.0, 1.0 + f64::EPSILON));
+        assert!(finite_sized_bins(4, -1e307, 1e307));
+        assert!(finite_sized_bins(1000, 0.0, 1.0));
+    }
 
     #[test]
     fn rule6_scratch_arrays_and_shared_atomics_count_the_same() {
