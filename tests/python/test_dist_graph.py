@@ -121,7 +121,7 @@ def test_kronecker_with_several_partitions_equals_one_process(tmp_path, sluice, 
     """The LDBC graphs have one partition (rank 0 owns every column); this one has two or
     more, so values really cross ranks."""
     kbin = tmp_path / "k.bin"
-    sluice("graph", "gen", "--scale", 17, "--edge-factor", 4, "--weights", "-o", kbin, check=True)
+    sluice("graph", "gen", "--scale", 18, "--edge-factor", 2, "--weights", "-o", kbin, check=True)
     store = tmp_path / "k.grid"
     sluice("graph", "import", kbin, "--format", "bin", "--weight", "f32", "--directed",
            "-o", store, check=True)

@@ -247,7 +247,8 @@ pub fn read_parts(dir: &Path) -> Result<Parts, Error> {
         return Err(Error::corrupt(&path, format!("checksum mismatch (computed {crc:08x})")));
     }
     let r = parts.ranks as usize;
-    let contiguous = parts.ranges.windows(2).all(|w| w[0][1] == w[1][0] && w[0][0] <= w[0][1]);
+    let contiguous = parts.ranges.windows(2).all(|w| w[0][1] == w[1][0])
+        && parts.ranges.iter().all(|x| x[0] <= x[1]);
     if parts.ranges.len() != r
         || parts.part_meta.len() != r
         || !contiguous
