@@ -158,10 +158,9 @@ def read_values_first(sluice, store, tmp_path):
 
 def test_a_corrupt_part_fails_every_rank_within_10_s(tmp_path, sluice, mpi):
     props = LDBC / "example-directed" / "example-directed.properties"
-    store = tmp_path / "g.grid"
-    sluice("graph", "import", props, "--format", "ldbc", "-o", store, check=True)
     parts = tmp_path / "g.parts"
-    sluice("graph", "partition", store, "--ranks", 3, "-o", parts, check=True)
+    sluice("graph", "import", props, "--format", "ldbc", "--ranks", 3, "-o", parts, check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parts"], "no whole store left"
     # The tiny graph has one partition: rank 0 holds every edge.
     edges = parts / "part-0000" / "fwd.edges"
     data = bytearray(edges.read_bytes())
