@@ -102,6 +102,7 @@
 //! - `error`: [`Error`] and [`ErrorKind`], LPF's two failure kinds.
 //! - `sys`*: raw system calls (the thread CPU clock for `bench`).
 //! - [`collectives`]: broadcast, reduce, allreduce, gather, allgather, alltoall on the primitives.
+//! - [`cost`]: the cost model beside the observed times: per superstep h, h·g + ℓ, seconds.
 //! - [`probe`]: cost table, interpolation of g and ℓ. For `sluice bsp probe`:
 //!   [`probe::probe_report`] (printable), [`probe::cost_table`], [`probe::CostTable`]
 //!   (`default_path`, `load`, `save`).
@@ -121,6 +122,7 @@ mod threads;
 
 pub mod bench;
 pub mod collectives;
+pub mod cost;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod probe;

@@ -1,6 +1,7 @@
 //! `sluice graph ...`: parse, call sluice-graph, format. One child module per job:
 //!
 //! * `store`: make and inspect grid stores (`import`, `gen`, `info`, `verify`);
+//! * `dist`: the algorithms on a partitioned store, one part per rank (under `mpirun`);
 //! * `algos`: run one algorithm on a store (`pagerank`, `bfs`, `wcc`, `cdlp`, `lcc`, `sssp`,
 //!   `spmv`) and report it;
 //! * `ldbc`: LDBC Graphalytics (`validate` an output, run a `.properties` file's algorithms).
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 mod algos;
+mod dist;
 mod ldbc;
 mod store;
 
@@ -26,6 +28,8 @@ enum GraphCommand {
     Import(store::ImportArgs),
     /// Write a Graph500 Kronecker graph in the `bin` format (u32 src, u32 dst[, f32 weight]).
     Gen(store::GenArgs),
+    /// Split a store into one part per rank (destination column stripes) for mpirun.
+    Partition(store::PartitionArgs),
     /// Print a store's metadata.
     Info(store::InfoArgs),
     /// Check every file and block checksum of a store.
@@ -54,6 +58,7 @@ pub(crate) fn run(args: GraphArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         GraphCommand::Import(a) => store::import(a),
         GraphCommand::Gen(a) => store::gen_graph(a),
+        GraphCommand::Partition(a) => store::partition(a),
         GraphCommand::Info(a) => store::info(a),
         GraphCommand::Verify(a) => store::verify(a),
         GraphCommand::Pagerank(a) => algos::run_pagerank(a),

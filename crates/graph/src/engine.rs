@@ -178,27 +178,30 @@ impl Graph {
         reservations.push(budget.reserve("grid indexes", (p * p * 12 + 8) * names.len() as u64)?);
         for name in names {
             let iname = format!("{name}.index");
+            // A part of a partitioned store (`crate::partition`) holds different numbers of
+            // forward and reverse edges: each grid's count is its listed file length.
+            let listed = meta.files.get(&format!("{name}.edges")).map(|s| s.len);
+            let grid_edges = listed.map_or(meta.num_edges, |len| len / EDGE_BYTES);
             let index = GridIndex::from_bytes(
                 &dir.join(&iname),
                 &store::read_checked(dir, &meta, &iname)?,
                 p,
-                meta.num_edges,
+                grid_edges,
             )?;
             let edges = dir.join(format!("{name}.edges"));
-            let want = meta.num_edges * EDGE_BYTES;
+            let want = grid_edges * EDGE_BYTES;
             let len =
                 std::fs::metadata(&edges).map_err(|e| Error::io(&edges, "cannot open", e))?.len();
-            if len != want || meta.files.get(&format!("{name}.edges")).map(|s| s.len) != Some(want)
-            {
+            if len != want || listed != Some(want) {
                 return Err(Error::corrupt(&edges, format!("{len} bytes, expected {want}")));
             }
             let weights = meta.weighted.then(|| dir.join(format!("{name}.weights")));
             if let Some(w) = &weights {
                 let len = std::fs::metadata(w).map_err(|e| Error::io(w, "cannot open", e))?.len();
-                if len != meta.num_edges * 8 {
+                if len != grid_edges * 8 {
                     return Err(Error::corrupt(
                         w,
-                        format!("{len} bytes, expected {}", meta.num_edges * 8),
+                        format!("{len} bytes, expected {}", grid_edges * 8),
                     ));
                 }
             }

@@ -106,6 +106,24 @@ pub enum Error {
     /// An option value is unusable.
     #[error("{0}")]
     Config(String),
+    /// A failure on one rank of a distributed run (`crate::dist`).
+    #[error("rank {rank}")]
+    AtRank {
+        /// The rank.
+        rank: usize,
+        /// What failed there.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A distributed run's communication failed (`crate::dist`), on process `rank`.
+    #[error("rank {rank}: communication failed")]
+    Bsp {
+        /// The process that saw the failure.
+        rank: u32,
+        /// The BSP layer's error (it names a failed peer).
+        #[source]
+        source: sluice_bsp::Error,
+    },
     /// The graph is too large for this format version.
     #[error("{0}")]
     TooLarge(String),

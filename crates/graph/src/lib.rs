@@ -16,6 +16,9 @@
 //!   sssp                  shortest distances from a root (frontier Bellman-Ford, weighted)
 //!   wcc                   weakly connected components (synchronous min-label)
 //! cleanup                 temporary paths removed on Ctrl-C / SIGTERM
+//! dist                    the algorithms across BSP processes (MPI ranks), one part each
+//!   algos                 PageRank, SpMV, BFS, WCC, SSSP, CDLP: one superstep per iteration
+//!   exchange              the puts of owned or changed values, one sync; the cost log
 //! engine                  Graph: open a store, vertex arrays in memory, the pass operators
 //!   adjacency             per-partition neighbour lists, streamed or loaded in windows
 //!   disk                  the streaming mode: passes through the sluice-io block pipeline
@@ -32,6 +35,7 @@
 //!   blocks                writing the grid blocks, indexes and checksums
 //! kronecker               Graph500 Kronecker generator
 //! ldbc                    the LDBC driver: run a .properties file's algorithms, validate
+//! partition               partitioned stores: one part (a grid store) per rank
 //! output                  per-vertex results: LDBC text, .npy, top K; reading vector files
 //! store                   the grid store's on-disk layout: meta.json, indexes, checksums
 //! summary                 figures of results computed once: component sizes, reach, top K
@@ -61,12 +65,14 @@
 
 pub mod algo;
 pub mod cleanup;
+pub mod dist;
 mod engine;
 mod error;
 pub mod import;
 pub mod kronecker;
 pub mod ldbc;
 pub mod output;
+pub mod partition;
 pub mod store;
 pub mod summary;
 pub mod validate;

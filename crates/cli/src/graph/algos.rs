@@ -89,6 +89,19 @@ pub(super) struct SpmvArgs {
     vector: PathBuf,
 }
 
+impl AlgoArgs {
+    /// The distributed run's options when the store is partitioned (`sluice graph partition`).
+    fn dist_job(&self) -> Option<super::dist::Job<'_>> {
+        sluice_graph::partition::is_partitioned(&self.store).then(|| super::dist::Job {
+            store: &self.store,
+            output: self.output.as_deref(),
+            json: self.json,
+            in_memory: self.in_memory,
+            pipeline: &self.pipeline,
+        })
+    }
+}
+
 /// Opens the store for `passes` passes of `label`, with a progress bar over the bytes they read;
 /// loads the edges first with `--in-memory` (returns the seconds that took).
 fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progress, f64)> {
@@ -193,6 +206,17 @@ fn write_out(a: &AlgoArgs, g: &Graph, values: Values<'_>) -> anyhow::Result<()> 
 }
 
 pub(super) fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.common.dist_job() {
+        return super::dist::run(
+            job,
+            super::dist::Algo::PageRank(pagerank::PageRankOptions {
+                iterations: a.iterations,
+                damping: a.damping,
+                tolerance: a.tolerance,
+            }),
+            "pagerank",
+        );
+    }
     let (g, progress, load) = open(&a.common, "pagerank", a.iterations as u64)?;
     let t = Instant::now();
     let opts = pagerank::PageRankOptions {
@@ -220,6 +244,9 @@ fn source_context(e: sluice_graph::Error) -> anyhow::Error {
 }
 
 pub(super) fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.common.dist_job() {
+        return super::dist::run(job, super::dist::Algo::Bfs(a.source), "bfs");
+    }
     let (g, progress, load) = open(&a.common, "bfs", 1)?;
     let t = Instant::now();
     let depth = bfs::bfs(&g, a.source).map_err(source_context)?;
@@ -234,6 +261,9 @@ pub(super) fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn run_wcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.dist_job() {
+        return super::dist::run(job, super::dist::Algo::Wcc, "wcc");
+    }
     let (g, progress, load) = open(&a, "wcc", 1)?;
     let t = Instant::now();
     let label = wcc::wcc(&g)?;
@@ -248,6 +278,9 @@ pub(super) fn run_wcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.common.dist_job() {
+        return super::dist::run(job, super::dist::Algo::Cdlp(a.iterations), "cdlp");
+    }
     let (g, progress, load) = open(&a.common, "cdlp", a.iterations as u64)?;
     let t = Instant::now();
     let r = cdlp::cdlp(&g, a.iterations)?;
@@ -263,6 +296,13 @@ pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn run_lcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
+    if a.dist_job().is_some() {
+        anyhow::bail!(
+            "{}: LCC runs on one rank (each vertex needs its neighbours' lists, i.e. edges of \
+             every column); run it on the unpartitioned store",
+            a.store.display()
+        );
+    }
     let (g, progress, load) = open(&a, "lcc", 2)?;
     let t = Instant::now();
     let c = lcc::lcc(&g)?;
@@ -275,6 +315,9 @@ pub(super) fn run_lcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.common.dist_job() {
+        return super::dist::run(job, super::dist::Algo::Sssp(a.source), "sssp");
+    }
     let (g, progress, load) = open(&a.common, "sssp", 1)?;
     let t = Instant::now();
     let dist = sssp::sssp(&g, a.source).map_err(source_context)?;
@@ -291,6 +334,9 @@ pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn run_spmv(a: SpmvArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = a.common.dist_job() {
+        return super::dist::run(job, super::dist::Algo::Spmv(a.vector.clone()), "spmv");
+    }
     let (g, progress, load) = open(&a.common, "spmv", 1)?;
     let x = output::read_vector(&g, &a.vector).context("--vector")?;
     let t = Instant::now();

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use sluice_graph::import::{BinWeight, Format, ImportOptions};
@@ -58,11 +59,40 @@ pub(super) struct ImportArgs {
     /// Replace an existing store.
     #[arg(long)]
     force: bool,
+    /// Write a partitioned store, one part per rank (as `sluice graph partition` does).
+    #[arg(long)]
+    ranks: Option<u32>,
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     pipeline: PipelineArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PartitionArgs {
+    /// The grid store to split.
+    store: PathBuf,
+    /// Ranks (parts).
+    #[arg(long)]
+    ranks: u32,
+    /// The partitioned store to create.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Replace an existing partitioned store.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `sluice graph partition`: see [`sluice_graph::partition`].
+pub(super) fn partition(a: PartitionArgs) -> anyhow::Result<ExitCode> {
+    let parts = sluice_graph::partition::partition(&a.store, a.ranks, &a.output, a.force)
+        .with_context(|| format!("partition {} into {}", a.store.display(), a.output.display()))?;
+    for (r, [lo, hi]) in parts.ranges.iter().enumerate() {
+        let v = parts.vertices(r);
+        say!("rank {r}: partitions {lo}..{hi}, vertices {}..{}", v.start, v.end);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Args)]
@@ -125,12 +155,31 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     let progress = Progress::start("import", bytes * 2, true);
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
-    let report = sluice_graph::import::import(&a.inputs, &a.output, &opts, &pipeline, &budget)
+    // With --ranks: import beside the target, then split it into the target.
+    let target = match a.ranks {
+        Some(_) => {
+            let name = a.output.file_name().map(|n| n.to_string_lossy().into_owned());
+            a.output.with_file_name(format!(
+                ".{}.whole-{}",
+                name.unwrap_or_default(),
+                std::process::id()
+            ))
+        }
+        None => a.output.clone(),
+    };
+    let report = sluice_graph::import::import(&a.inputs, &target, &opts, &pipeline, &budget)
         .map_err(|e| {
             let hint = import_hint(&e).map(|h| format!(" ({h})")).unwrap_or_default();
             anyhow::Error::new(e).context(format!("import into {}{hint}", a.output.display()))
         })?;
     drop(progress);
+    if let Some(ranks) = a.ranks {
+        let split = sluice_graph::partition::partition(&target, ranks, &a.output, a.force)
+            .with_context(|| format!("--ranks {ranks}: partition into {}", a.output.display()));
+        std::fs::remove_dir_all(&target)
+            .with_context(|| format!("remove the whole store {}", target.display()))?;
+        split?;
+    }
     let m = &report.meta;
     let eps = m.input_edges as f64 / report.seconds.max(1e-9);
     if a.json {

@@ -9,8 +9,8 @@ use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSe
 /// Depth of a vertex no path reaches.
 pub const UNREACHED: u32 = u32::MAX;
 
-struct Visit {
-    depth: u32,
+pub(crate) struct Visit {
+    pub(crate) depth: u32,
 }
 
 impl EdgeKernel for Visit {

@@ -27,7 +27,7 @@ pub struct Cdlp {
 }
 
 /// The most frequent value of `labels` (sorted in place), the smallest among ties.
-fn mode(labels: &mut [VertexId]) -> VertexId {
+pub(crate) fn mode(labels: &mut [VertexId]) -> VertexId {
     labels.sort_unstable();
     let (mut best, mut best_n) = (labels[0], 0);
     for run in labels.chunk_by(|a, b| a == b) {

@@ -29,8 +29,8 @@ pub struct PageRank {
     pub last_change: f64,
 }
 
-struct Sum<'a> {
-    contrib: &'a [f64],
+pub(crate) struct Sum<'a> {
+    pub(crate) contrib: &'a [f64],
 }
 
 impl EdgeKernel for Sum<'_> {

@@ -7,8 +7,8 @@
 
 use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
-struct Product<'a> {
-    x: &'a [f64],
+pub(crate) struct Product<'a> {
+    pub(crate) x: &'a [f64],
 }
 
 impl EdgeKernel for Product<'_> {

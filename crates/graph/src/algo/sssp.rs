@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
-struct Relax<'a> {
-    bad_weight: &'a AtomicBool,
+pub(crate) struct Relax<'a> {
+    pub(crate) bad_weight: &'a AtomicBool,
 }
 
 impl EdgeKernel for Relax<'_> {

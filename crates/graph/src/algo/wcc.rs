@@ -6,7 +6,7 @@
 
 use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSet};
 
-struct MinLabel;
+pub(crate) struct MinLabel;
 
 impl EdgeKernel for MinLabel {
     type Value = u32;

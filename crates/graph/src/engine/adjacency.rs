@@ -302,6 +302,22 @@ impl Graph {
         self.adjacency_groups(which, sets, &groups, |a| f(&a))
     }
 
+    /// [`Graph::stream_adjacency`] over the partitions `parts` only (a rank's columns in a
+    /// partitioned store, `crate::dist`; the other columns of a part are empty).
+    pub(crate) fn stream_adjacency_in<F>(
+        &self,
+        which: Neighbours,
+        sets: bool,
+        parts: Range<usize>,
+        mut f: F,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(&Adjacency) -> Result<(), Error>,
+    {
+        let groups: Vec<Range<usize>> = parts.map(|p| p..p + 1).collect();
+        self.adjacency_groups(which, sets, &groups, |a| f(&a))
+    }
+
     fn builder(&self, which: Neighbours, parts: &Range<usize>) -> Result<Builder, Error> {
         let vs = self.partition_vertices(parts);
         let held =

@@ -1,0 +1,107 @@
+//! Distributed graph analytics over a partitioned store ([`crate::partition`]): each BSP
+//! process (an MPI rank under `mpirun`, a thread otherwise) opens its own part and owns the
+//! vertices of its destination partitions (`notes/issue12.md`, item 3).
+//!
+//! # One superstep per iteration
+//! Every rank holds every vertex's value (the arrays the single-process algorithm holds). An
+//! iteration is one BSP superstep:
+//! 1. a local streaming pass over the rank's part through the engine ([`Graph::stream_edges`]
+//!    or the adjacency stream); the part holds only the blocks into the rank's partitions, so
+//!    the pass computes exactly the new values of the owned vertices, reading the replicated
+//!    previous values of every source;
+//! 2. puts of the updated values to every other rank: the whole owned range for PageRank and
+//!    SpMV, only the changed `(vertex, value)` pairs for BFS, WCC, SSSP and CDLP;
+//! 3. one `sync`. Global quantities are computed identically everywhere from the replicated
+//!    values (PageRank's sink mass: the same fold in vertex order as one process) or travel
+//!    with the values (PageRank's change: one partial per partition, folded in partition order,
+//!    as [`Graph::sum_vertices`] folds them) — so results equal the single-process run:
+//!    bitwise for the integer algorithms, PageRank and SpMV up to the grouping of sums inside
+//!    a destination (the engine may apply a column in pieces that depend on file offsets).
+//!
+//! LCC stays single-rank: it needs random access to the neighbour lists of the neighbours of
+//! every owned vertex, i.e. edges of every column, so a rank would read (or receive) most of
+//! the graph: no cut of its cost.
+//!
+//! # Modules
+//! - `exchange`: the slot, the two put patterns and the cost log of a run.
+//! - `algos`: the algorithms.
+
+use std::ops::Range;
+use std::path::Path;
+
+use sluice_bsp::cost::Superstep;
+use sluice_io::{Budget, Pipeline};
+
+use crate::partition::{self, Parts};
+use crate::{Error, Graph};
+
+mod algos;
+mod exchange;
+
+pub use algos::{bfs, cdlp, pagerank, spmv, sssp, wcc};
+
+/// One rank's part of a partitioned store, open.
+#[derive(Debug)]
+pub struct DistGraph {
+    graph: Graph,
+    parts: Parts,
+    rank: usize,
+}
+
+/// What a distributed run cost, superstep by superstep (`notes/issue12.md`, item 5).
+#[derive(Debug, Clone)]
+pub struct Cost {
+    /// The section's table (the same on every rank).
+    pub table: Vec<Superstep>,
+    /// This rank's own supersteps: (sent bytes, received bytes, work seconds, communication
+    /// seconds, start seconds since its first superstep).
+    pub local: Vec<(u64, u64, f64, f64, f64)>,
+}
+
+impl DistGraph {
+    /// Opens part `rank` of the partitioned store `dir` for a job of `ranks` ranks; errors
+    /// name the rank and the file.
+    pub fn open(
+        dir: &Path,
+        rank: usize,
+        ranks: usize,
+        pipeline: Pipeline,
+        budget: Budget,
+    ) -> Result<DistGraph, Error> {
+        let named = |e: Error| Error::AtRank { rank, source: Box::new(e) };
+        let (parts, part) = partition::open_part(dir, rank, ranks).map_err(named)?;
+        let graph = Graph::open(&part, pipeline, budget).map_err(named)?;
+        if graph.num_vertices() as u64 != parts.num_vertices
+            || graph.meta().partitions != parts.partitions
+        {
+            return Err(named(Error::corrupt(part.join("meta.json"), "does not match parts.json")));
+        }
+        Ok(DistGraph { graph, parts, rank })
+    }
+
+    /// The rank's graph (every vertex; only the owned columns' edges).
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+    /// The rank's graph, mutable (to [`Graph::load_edges`]).
+    pub fn graph_mut(&mut self) -> &mut Graph {
+        &mut self.graph
+    }
+    /// The store's `parts.json`.
+    pub fn parts(&self) -> &Parts {
+        &self.parts
+    }
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    /// The vertices this rank owns.
+    pub fn owned(&self) -> Range<u32> {
+        self.parts.vertices(self.rank)
+    }
+    /// The partitions this rank owns.
+    pub fn owned_partitions(&self) -> Range<usize> {
+        let [lo, hi] = self.parts.ranges[self.rank];
+        lo as usize..hi as usize
+    }
+}

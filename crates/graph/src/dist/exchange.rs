@@ -1,0 +1,222 @@
+//! The one communication step of a distributed iteration: puts of the values other ranks need,
+//! then one `sync`.
+//!
+//! # Contract
+//! 1. One global slot per run, registered once ([`Exchange::new`], one sync of its own), large
+//!    enough for either layout below; every later superstep is exactly one sync.
+//! 2. [`Exchange::owned`]: rank `r` puts its owned vertex range of `values` (and its
+//!    partitions' entries of `partials`) to every other rank at the same offsets; after the
+//!    sync every rank holds every value. Bytes: `(p − 1) · owned · size` sent.
+//! 3. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
+//!    (sized for all its owned vertices) on every other rank; after the sync each rank applies
+//!    the others' pairs. Only changed values travel. Every rank always sends its count, so a
+//!    region never holds a stale list.
+//! 4. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
+//!    rank, seconds of local work before the puts, seconds of puts plus sync).
+
+use std::ops::Range;
+use std::time::Instant;
+
+use sluice_bsp::collectives::Elem;
+use sluice_bsp::cost::CostLog;
+use sluice_bsp::{Ctx, MemSlot, Pid};
+
+use super::{Cost, DistGraph};
+use crate::Error;
+
+/// A run's exchange slot and its cost log.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    slot: MemSlot,
+    me: usize,
+    rank: u32,
+    ranges: Vec<Range<u32>>,
+    parts: Vec<Range<usize>>,
+    /// Start of each rank's region for [`Exchange::changed`] (bytes), plus the end.
+    regions: Vec<usize>,
+    value_offset: usize,
+    log: CostLog,
+    t0: Instant,
+    work_start: Instant,
+}
+
+impl Exchange {
+    /// Registers the slot for values of `value_bytes` bytes (rule 1); collective.
+    pub(crate) fn new(
+        ctx: &mut Ctx,
+        dg: &DistGraph,
+        value_bytes: usize,
+    ) -> Result<Exchange, Error> {
+        let rank = ctx.pid();
+        let bsp = |source| Error::Bsp { rank, source };
+        let p = ctx.nprocs() as usize;
+        let ranges: Vec<Range<u32>> = (0..p).map(|r| dg.parts.vertices(r)).collect();
+        let parts = dg.parts.ranges.iter().map(|x| x[0] as usize..x[1] as usize).collect();
+        let n = dg.parts.num_vertices as usize;
+        let mut regions = vec![0];
+        for r in &ranges {
+            regions.push(regions[regions.len() - 1] + 8 + r.len() * (4 + value_bytes));
+        }
+        let value_offset = n * value_bytes;
+        let owned_len = value_offset + dg.parts.partitions as usize * 8;
+        let len = owned_len.max(regions[p]);
+        ctx.resize_memory_register(ctx.registered() + 1).map_err(bsp)?;
+        ctx.resize_message_queue(4 * p + 4).map_err(bsp)?;
+        ctx.sync().map_err(bsp)?;
+        let slot = ctx.alloc_global(len).map_err(bsp)?;
+        let now = Instant::now();
+        Ok(Exchange {
+            slot,
+            me: rank as usize,
+            rank,
+            ranges,
+            parts,
+            regions,
+            value_offset,
+            log: CostLog::new(),
+            t0: now,
+            work_start: now,
+        })
+    }
+
+    fn bsp(&self) -> impl Fn(sluice_bsp::Error) -> Error + use<> {
+        let rank = self.rank;
+        move |source| Error::Bsp { rank, source }
+    }
+
+    /// Marks the start of a superstep's local work.
+    pub(crate) fn begin(&mut self) {
+        self.work_start = Instant::now();
+    }
+
+    fn record(&mut self, sent: u64, received: u64, min_msg: u64, comm_start: Instant) {
+        let start = self.work_start.duration_since(self.t0).as_secs_f64();
+        let work = comm_start.duration_since(self.work_start).as_secs_f64();
+        let comm = comm_start.elapsed().as_secs_f64();
+        self.log.record(sent, received, min_msg, start, work, comm);
+    }
+
+    /// Rule 2: every rank's owned `values` (and owned partitions' `partials`) everywhere.
+    pub(crate) fn owned<T: Elem>(
+        &mut self,
+        ctx: &mut Ctx,
+        values: &mut [T],
+        partials: &mut [f64],
+    ) -> Result<(), Error> {
+        let comm_start = Instant::now();
+        let bsp = self.bsp();
+        let (w, me, voff) = (T::SIZE, self.me, self.value_offset);
+        let own = self.ranges[me].start as usize..self.ranges[me].end as usize;
+        let parts = self.parts[me].clone();
+        let use_partials = !partials.is_empty();
+        {
+            let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
+            for (v, c) in values[own.clone()].iter().zip(buf[own.start * w..].chunks_exact_mut(w)) {
+                v.put_bytes(c);
+            }
+            if use_partials {
+                for (x, c) in partials[parts.clone()]
+                    .iter()
+                    .zip(buf[voff + parts.start * 8..].chunks_exact_mut(8))
+                {
+                    c.copy_from_slice(&x.to_ne_bytes());
+                }
+            }
+        }
+        let (mut sent, mut msg) = (0u64, u64::MAX);
+        for d in (0..self.ranges.len()).filter(|&d| d != me) {
+            let mut put = |off: usize, len: usize| -> Result<(), Error> {
+                if len > 0 {
+                    ctx.put(self.slot, off, d as Pid, self.slot, off, len).map_err(&bsp)?;
+                    (sent, msg) = (sent + len as u64, msg.min(len as u64));
+                }
+                Ok(())
+            };
+            put(own.start * w, own.len() * w)?;
+            if use_partials {
+                put(voff + parts.start * 8, parts.len() * 8)?;
+            }
+        }
+        ctx.sync().map_err(&bsp)?;
+        let mut received = 0u64;
+        {
+            let buf = ctx.slot(self.slot).map_err(&bsp)?;
+            for r in (0..self.ranges.len()).filter(|&r| r != me) {
+                let vs = self.ranges[r].start as usize..self.ranges[r].end as usize;
+                for (v, c) in values[vs.clone()].iter_mut().zip(buf[vs.start * w..].chunks_exact(w))
+                {
+                    *v = T::from_bytes(c);
+                }
+                let ps = self.parts[r].clone();
+                if use_partials {
+                    for (x, c) in partials[ps.clone()]
+                        .iter_mut()
+                        .zip(buf[voff + ps.start * 8..].chunks_exact(8))
+                    {
+                        *x = f64::from_bytes(c);
+                    }
+                }
+                received += (vs.len() * w + if use_partials { ps.len() * 8 } else { 0 }) as u64;
+            }
+        }
+        self.record(sent, received, if msg == u64::MAX { 0 } else { msg }, comm_start);
+        Ok(())
+    }
+
+    /// Rule 3: sends this rank's `(vertex, value)` changes to every other rank and calls
+    /// `apply` for each change another rank sent; returns the changes of all ranks together.
+    pub(crate) fn changed<T: Elem>(
+        &mut self,
+        ctx: &mut Ctx,
+        mine: &[(u32, T)],
+        mut apply: impl FnMut(u32, T),
+    ) -> Result<u64, Error> {
+        let comm_start = Instant::now();
+        let bsp = self.bsp();
+        let (w, me) = (T::SIZE + 4, self.me);
+        let off = self.regions[me];
+        let len = 8 + mine.len() * w;
+        assert!(off + len <= self.regions[me + 1], "more changes than owned vertices");
+        {
+            let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
+            buf[off..off + 8].copy_from_slice(&(mine.len() as u64).to_ne_bytes());
+            for (&(v, x), c) in mine.iter().zip(buf[off + 8..].chunks_exact_mut(w)) {
+                c[..4].copy_from_slice(&v.to_ne_bytes());
+                x.put_bytes(&mut c[4..]);
+            }
+        }
+        let peers = self.ranges.len() - 1;
+        for d in (0..self.ranges.len()).filter(|&d| d != me) {
+            ctx.put(self.slot, off, d as Pid, self.slot, off, len).map_err(&bsp)?;
+        }
+        ctx.sync().map_err(&bsp)?;
+        let (mut total, mut received) = (mine.len() as u64, 0u64);
+        let buf = ctx.slot(self.slot).map_err(&bsp)?;
+        for r in (0..self.ranges.len()).filter(|&r| r != me) {
+            let off = self.regions[r];
+            let k = u64::from_bytes(&buf[off..off + 8]) as usize;
+            let end = off + 8 + k * w;
+            if end > self.regions[r + 1] {
+                return Err(Error::Config(format!(
+                    "rank {}: rank {r} sent {k} changes, more than it owns",
+                    self.rank
+                )));
+            }
+            for c in buf[off + 8..end].chunks_exact(w) {
+                apply(u32::from_bytes(&c[..4]), T::from_bytes(&c[4..]));
+            }
+            total += k as u64;
+            received += 8 + (k * w) as u64;
+        }
+        self.record((peers * len) as u64, received, 8, comm_start);
+        Ok(total)
+    }
+
+    /// Releases the slot and returns the run's costs (collective).
+    pub(crate) fn finish(self, ctx: &mut Ctx) -> Result<Cost, Error> {
+        let bsp = self.bsp();
+        ctx.deregister(self.slot).map_err(&bsp)?;
+        let table = self.log.summarize(ctx).map_err(&bsp)?;
+        Ok(Cost { table, local: self.log.local() })
+    }
+}

@@ -1,0 +1,175 @@
+"""Distributed graph algorithms (notes/issue12.md, item 3), black box: every LDBC dataset in
+shared/datasets/ldbc, every algorithm it lists but LCC (single-rank by design), partitioned for
+1..4 ranks and run under `mpirun --oversubscribe -np N`; each output validates against the LDBC
+reference (`sluice graph validate`) and equals the single-process output (bitwise for integer
+outputs and SSSP, PageRank within 1e-12 relative). A corrupt part fails every rank, non-zero,
+within 10 s, naming the rank and the file.
+
+Needs a sluice built with `--features mpi` (SLUICE_BIN) and OpenMPI; skips, saying so, without.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import SHARED
+
+LDBC = SHARED / "datasets" / "ldbc"
+NPS = [int(x) for x in os.environ.get("MPI_NPS", "1 2 3 4").split()]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def datasets():
+    out = []
+    for d in sorted(LDBC.glob("*/")):
+        props = list(d.glob("*.properties"))
+        if len(props) == 1:
+            out.append(props[0])
+    return out
+
+
+def properties(path):
+    kv = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            kv[k.strip()] = v.strip()
+    return kv
+
+
+def args_for(alg, kv, name):
+    p = f"graph.{name}."
+    if alg == "bfs":
+        return ["bfs", "--source", kv[p + "bfs.source-vertex"]]
+    if alg == "sssp":
+        return ["sssp", "--source", kv[p + "sssp.source-vertex"]]
+    if alg == "wcc":
+        return ["wcc"]
+    if alg == "cdlp":
+        return ["cdlp", "--iterations", kv[p + "cdlp.max-iterations"]]
+    if alg == "pr":
+        return ["pagerank", "--iterations", kv[p + "pr.num-iterations"],
+                "--damping", kv[p + "pr.damping-factor"]]
+    return None
+
+
+def mpirun(np, *args, timeout=120):
+    return subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), *map(str, args)],
+                          capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+def read_values(path):
+    rows = {}
+    for line in pathlib.Path(path).read_text().split("\n"):
+        if line:
+            k, v = line.split()
+            rows[int(k)] = v
+    return rows
+
+
+@pytest.fixture(scope="module")
+def mpi(sluice):
+    if shutil.which("mpirun") is None:
+        pytest.skip("skipping: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)")
+    from conftest import sluice_bin
+    bin_path = sluice_bin()
+    probe = mpirun(2, bin_path, "graph", "info", "/nonexistent")
+    if "built without MPI" in probe.stderr:
+        pytest.skip("skipping: SLUICE_BIN was built without --features mpi")
+    return bin_path
+
+
+@pytest.mark.parametrize("props", datasets(), ids=lambda p: p.stem)
+def test_every_algorithm_on_every_rank_count_equals_one_process(tmp_path, sluice, mpi, props):
+    kv = properties(props)
+    name = props.stem
+    algs = [a.strip() for a in kv[f"graph.{name}.algorithms"].split(",")]
+    store = tmp_path / "g.grid"
+    sluice("graph", "import", props, "--format", "ldbc", "-o", store, check=True)
+    for np in NPS:
+        parts = tmp_path / f"g-{np}.parts"
+        sluice("graph", "partition", store, "--ranks", np, "-o", parts, check=True)
+        for alg in algs:
+            args = args_for(alg, kv, name)
+            if args is None:
+                continue
+            one = tmp_path / f"{alg}-one.txt"
+            many = tmp_path / f"{alg}-{np}.txt"
+            sluice("graph", *args, store, "-o", one, check=True)
+            r = mpirun(np, mpi, "graph", *args, parts, "-o", many, "--json")
+            assert r.returncode == 0, f"{name} {alg} np={np}: {r.stderr}"
+            ref = props.parent / f"{name}-{alg.upper()}"
+            v = sluice("graph", "validate", many, ref, "--algorithm", alg)
+            assert v.returncode == 0, f"{name} {alg} np={np}: {v.stdout} {v.stderr}"
+            if alg == "pr":
+                a, b = read_values(one), read_values(many)
+                assert a.keys() == b.keys()
+                for k in a:
+                    x, y = float(a[k]), float(b[k])
+                    assert x == y or abs(x - y) <= 1e-12 * max(abs(x), abs(y)), (name, np, k)
+            else:
+                assert one.read_bytes() == many.read_bytes(), f"{name} {alg} np={np}"
+
+
+def test_kronecker_with_several_partitions_equals_one_process(tmp_path, sluice, mpi):
+    """The LDBC graphs have one partition (rank 0 owns every column); this one has two or
+    more, so values really cross ranks."""
+    kbin = tmp_path / "k.bin"
+    sluice("graph", "gen", "--scale", 18, "--edge-factor", 2, "--weights", "-o", kbin, check=True)
+    store = tmp_path / "k.grid"
+    sluice("graph", "import", kbin, "--format", "bin", "--weight", "f32", "--directed",
+           "-o", store, check=True)
+    info = sluice("graph", "info", store, "--json", check=True)
+    assert '"partitions": 2' in info.stdout or '"partitions": 3' in info.stdout, info.stdout
+    root = read_values_first(sluice, store, tmp_path)
+    runs = [["pagerank", "--iterations", 5], ["bfs", "--source", root], ["wcc"],
+            ["sssp", "--source", root], ["cdlp", "--iterations", 3]]
+    for args in runs:
+        one = tmp_path / f"{args[0]}-one.txt"
+        sluice("graph", *args, store, "-o", one, check=True)
+        for np in NPS:
+            parts = tmp_path / f"k-{np}.parts"
+            if not parts.exists():
+                sluice("graph", "partition", store, "--ranks", np, "-o", parts, check=True)
+            many = tmp_path / f"{args[0]}-{np}.txt"
+            r = mpirun(np, mpi, "graph", *args, parts, "-o", many, "--json", timeout=300)
+            assert r.returncode == 0, f"{args} np={np}: {r.stderr}"
+            if args[0] == "pagerank":
+                a, b = read_values(one), read_values(many)
+                assert a.keys() == b.keys()
+                for k in a:
+                    x, y = float(a[k]), float(b[k])
+                    assert x == y or abs(x - y) <= 1e-12 * max(abs(x), abs(y)), (np, k)
+            else:
+                assert one.read_bytes() == many.read_bytes(), f"{args} np={np}"
+
+
+def read_values_first(sluice, store, tmp_path):
+    """A well-connected root: the original id of the highest PageRank (--top 1)."""
+    r = sluice("graph", "pagerank", store, "--iterations", 1, "--top", 1, check=True)
+    return r.stdout.split()[0]
+
+
+def test_a_corrupt_part_fails_every_rank_within_10_s(tmp_path, sluice, mpi):
+    props = LDBC / "example-directed" / "example-directed.properties"
+    parts = tmp_path / "g.parts"
+    sluice("graph", "import", props, "--format", "ldbc", "--ranks", 3, "-o", parts, check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parts"], "no whole store left"
+    # The tiny graph has one partition: rank 0 holds every edge.
+    edges = parts / "part-0000" / "fwd.edges"
+    data = bytearray(edges.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    edges.write_bytes(bytes(data))
+    start = time.monotonic()
+    r = mpirun(3, mpi, "graph", "pagerank", parts, timeout=60)
+    assert time.monotonic() - start < 10
+    assert r.returncode != 0
+    assert "rank 0" in r.stderr and "part-0000/fwd.edges" in r.stderr, r.stderr
+    for rank in (1, 2):
+        assert f"rank {rank}: communication failed" in r.stderr, r.stderr
