@@ -282,3 +282,32 @@ fn a_weighted_pass_reads_the_weights_through_the_pipeline() {
         assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "spmv streamed {a} vs in memory {b}");
     }
 }
+
+/// `Graph::for_each_edge` (issue 15; `engine/disk/visit.rs` rule 1): every stored edge exactly
+/// once, as global dense ids, in both modes; `Direction::Both` on a directed store gives each
+/// edge once forward and once reversed.
+#[test]
+fn for_each_edge_sees_every_stored_edge_once() {
+    use sluice_graph::Direction;
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let e = edges();
+    let (_, pairs) = dense(&e);
+    let store = write_and_import(dir.path(), &e, true);
+    let mut want: Vec<(u32, u32)> = pairs.iter().map(|&(s, d)| (s as u32, d as u32)).collect();
+    want.sort_unstable();
+    let mut both: Vec<(u32, u32)> = want.iter().flat_map(|&(s, d)| [(s, d), (d, s)]).collect();
+    both.sort_unstable();
+    for in_memory in [false, true] {
+        let g = open(&store, in_memory);
+        for (dir, want) in [(Direction::Out, &want), (Direction::Both, &both)] {
+            let seen = Mutex::new(Vec::new());
+            g.for_each_edge(dir, |s, d| seen.lock().unwrap().push((s, d))).unwrap();
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort_unstable();
+            assert_eq!(&seen, want, "{dir:?} mem={in_memory}");
+        }
+        let st = g.take_stats();
+        assert_eq!((st.passes, st.edges_streamed), (2, 3 * want.len() as u64));
+    }
+}
