@@ -23,7 +23,10 @@
 //!    that owns `d`'s partition in this pass: no atomics, no locks.
 //! 2. **Deterministic.** Into each `d`, values are combined and applied in stream order:
 //!    column by column, source partition by source partition, edges by `(d, s)` inside a
-//!    block. The result of a pass does not depend on thread timing.
+//!    block. The result of a pass does not depend on thread timing. With
+//!    [`EdgeKernel::PER_EDGE`] every edge's value is applied on its own, in that order, in both
+//!    modes, so the streaming and in-memory modes agree bit for bit even where `combine` is a
+//!    floating-point sum (not associative).
 //! 3. `gather` must read only state that no `apply` of the same pass writes (the previous
 //!    superstep's values): that is what makes rule 2 hold.
 //! 4. `apply` may be called several times for one `d` in a pass (once per block, or per piece
@@ -85,6 +88,11 @@ pub trait EdgeKernel: Sync {
     /// Whether `gather` reads the state as it was before the pass (`prev`, padded); otherwise
     /// `prev` is empty.
     const SYNC: bool = false;
+    /// Whether every edge's value is applied on its own (no `combine` within a run of edges
+    /// into one `d`): set it when `combine` is not associative (a floating-point sum) and the
+    /// two modes must agree bit for bit (rule 2). The in-memory mode always applies per edge;
+    /// the streaming mode then hands the appliers one value per edge instead of one per run.
+    const PER_EDGE: bool = false;
     /// Whether edges into `d` are worth looking at in this pass.
     #[inline]
     fn cond(&self, _d: VertexId, _state: &Self::State) -> bool {

@@ -14,7 +14,7 @@
 //!   pagerank              PageRank (vertex pass + edge pass per iteration)
 //!   spmv                  y = Aᵀx over the stored edges (weighted pass)
 //!   sssp                  shortest distances from a root (frontier Bellman-Ford, weighted)
-//!   wcc                   weakly connected components (synchronous min-label)
+//!   wcc                   weakly connected components (union-find, one unordered pass)
 //! cleanup                 temporary paths removed on Ctrl-C / SIGTERM
 //! dist                    the algorithms across BSP processes (MPI ranks), one part each
 //!   algos                 PageRank, SpMV, BFS, WCC, SSSP, CDLP: one superstep per iteration
@@ -22,6 +22,7 @@
 //! engine                  Graph: open a store, vertex arrays in memory, the pass operators
 //!   adjacency             per-partition neighbour lists, streamed or loaded in windows
 //!   disk                  the streaming mode: passes through the sluice-io block pipeline
+//!     visit               unordered edge visits (for_each_edge), both modes
 //!   memory                the in-memory mode: passes over blocks held in RAM
 //!   triangles             oriented adjacency and triangle listing (LCC's primitive)
 //!   vertex_array          VertexArray: padded per-vertex state held against the budget

@@ -165,12 +165,14 @@ fn several_partitions_both_modes_match_naive_implementations() {
             );
             let _ = g.take_stats();
             assert_eq!(wcc::wcc(&g).unwrap(), want_wcc, "WCC directed={directed} mem={in_memory}");
+            // Issue 15: union-find reads every edge once, in one pass over one grid.
             let st = g.take_stats();
-            assert!(
-                st.blocks_skipped > 0 || st.passes <= 2,
-                "selective scheduling skipped nothing"
-            );
+            assert_eq!(st.passes, 1, "WCC passes");
+            assert_eq!(st.edges_streamed, g.meta().num_edges, "WCC edges streamed");
         }
+        // Issue 15 (reliability): streaming and in-memory PageRank apply the same values in
+        // the same order (engine rule 2, `EdgeKernel::PER_EDGE`): the same bits.
+        assert_eq!(prs[0], prs[1], "streaming and in-memory PR differ (directed={directed})");
         // Determinism within a mode: run the streaming PR again.
         let g = open(&store, false);
         let opts = pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
@@ -213,6 +215,10 @@ fn a_corrupt_block_is_an_error_mid_pass() {
     match pagerank::pagerank(&g, &opts) {
         Err(Error::Corrupt { msg, .. }) => assert!(msg.contains("checksum"), "{msg}"),
         other => panic!("expected a checksum error, got {other:?}"),
+    }
+    match wcc::wcc(&g) {
+        Err(Error::Corrupt { msg, .. }) => assert!(msg.contains("checksum"), "{msg}"),
+        other => panic!("expected a checksum error from WCC's unordered pass, got {other:?}"),
     }
     let pipeline = PipelineBuilder::new().build().unwrap();
     let mut g = Graph::open(&store, pipeline, Budget::unlimited()).unwrap();
@@ -274,5 +280,34 @@ fn a_weighted_pass_reads_the_weights_through_the_pipeline() {
     let want = spmv::spmv(&mem, &x).unwrap();
     for (a, b) in y.iter().zip(&want) {
         assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "spmv streamed {a} vs in memory {b}");
+    }
+}
+
+/// `Graph::for_each_edge` (issue 15; `engine/disk/visit.rs` rule 1): every stored edge exactly
+/// once, as global dense ids, in both modes; `Direction::Both` on a directed store gives each
+/// edge once forward and once reversed.
+#[test]
+fn for_each_edge_sees_every_stored_edge_once() {
+    use sluice_graph::Direction;
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let e = edges();
+    let (_, pairs) = dense(&e);
+    let store = write_and_import(dir.path(), &e, true);
+    let mut want: Vec<(u32, u32)> = pairs.iter().map(|&(s, d)| (s as u32, d as u32)).collect();
+    want.sort_unstable();
+    let mut both: Vec<(u32, u32)> = want.iter().flat_map(|&(s, d)| [(s, d), (d, s)]).collect();
+    both.sort_unstable();
+    for in_memory in [false, true] {
+        let g = open(&store, in_memory);
+        for (dir, want) in [(Direction::Out, &want), (Direction::Both, &both)] {
+            let seen = Mutex::new(Vec::new());
+            g.for_each_edge(dir, |s, d| seen.lock().unwrap().push((s, d))).unwrap();
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort_unstable();
+            assert_eq!(&seen, want, "{dir:?} mem={in_memory}");
+        }
+        let st = g.take_stats();
+        assert_eq!((st.passes, st.edges_streamed), (2, 3 * want.len() as u64));
     }
 }

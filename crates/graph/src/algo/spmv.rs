@@ -14,6 +14,8 @@ pub(crate) struct Product<'a> {
 impl EdgeKernel for Product<'_> {
     type Value = f64;
     type State = f64;
+    // A floating-point sum: applied edge by edge so both modes give the same bits.
+    const PER_EDGE: bool = true;
     const WEIGHTED: bool = true;
     #[inline(always)]
     fn gather(&self, s: VertexId, _prev: &[f64], w: f64) -> Option<f64> {

@@ -13,8 +13,7 @@ use crate::algo::cdlp::{Cdlp, mode};
 use crate::algo::pagerank::{PageRank, PageRankOptions, Sum};
 use crate::algo::spmv::Product;
 use crate::algo::sssp::Relax;
-use crate::algo::wcc::MinLabel;
-use crate::{Direction, Error, Neighbours, VertexArray, VertexId, VertexSet};
+use crate::{Direction, EdgeKernel, Error, Neighbours, VertexArray, VertexId, VertexSet};
 
 /// Names the rank in a local failure.
 fn at(dg: &DistGraph) -> impl Fn(Error) -> Error + use<> {
@@ -132,6 +131,33 @@ pub fn bfs(ctx: &mut Ctx, dg: &DistGraph, root: u64) -> Result<(Vec<u32>, Cost),
         Ok(Visit { depth: level })
     })?;
     Ok((depth.into_vec(), cost))
+}
+
+/// WCC's kernel across ranks: min-label propagation, one superstep per pass. The single-process
+/// WCC is a union-find in one edge pass ([`crate::algo::wcc`]); across ranks each rank sees only
+/// its column stripe, so labels propagate by exchange until no rank changes one.
+pub(crate) struct MinLabel;
+
+impl EdgeKernel for MinLabel {
+    type Value = u32;
+    type State = u32;
+    const SYNC: bool = true;
+    #[inline(always)]
+    fn gather(&self, s: VertexId, prev: &[u32], _w: f64) -> Option<u32> {
+        Some(prev[s as usize])
+    }
+    #[inline(always)]
+    fn combine(&self, a: u32, b: u32) -> u32 {
+        a.min(b)
+    }
+    #[inline(always)]
+    fn apply(&self, _d: VertexId, v: u32, label: &mut u32) -> bool {
+        let lower = v < *label;
+        if lower {
+            *label = v;
+        }
+        lower
+    }
 }
 
 /// WCC (as [`crate::algo::wcc::wcc`]).

@@ -21,6 +21,9 @@ use super::{
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
+/// Unordered edge visits ([`Graph::for_each_edge`]): a pass without the ordered apply.
+mod visit;
+
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
 
@@ -438,7 +441,9 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
             pieces: Vec::new(),
             values: match self.weighted {
                 true => Values::Deferred(Vec::new()),
-                false => Values::Ready(Vec::with_capacity(data.len() / 8)),
+                false => {
+                    Values::Ready(Vec::with_capacity(data.len() / if K::PER_EDGE { 4 } else { 8 }))
+                }
             },
         };
         let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
@@ -493,6 +498,13 @@ fn block_to_values<K: EdgeKernel>(
     let mut cur = u32::MAX;
     let mut acc: Option<K::Value> = None;
     let mut edge = |s: u32, d: u32, w: f64| {
+        if K::PER_EDGE {
+            // Rule 2: one value per edge, as the in-memory mode applies them.
+            if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
+                out.push((dbase + d, v));
+            }
+            return;
+        }
         if d != cur {
             if let Some(a) = acc.take() {
                 out.push((dbase + cur, a));

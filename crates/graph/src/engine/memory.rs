@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode, gather_edge};
+use super::{EdgeKernel, Graph, Pass, VertexId, VertexSet, block_error, decode, gather_edge};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -43,6 +43,36 @@ impl Graph {
             };
             self.grids[gi].mem = Some((data, weights));
         }
+        Ok(())
+    }
+
+    /// [`Graph::for_each_edge`] over the blocks in memory: one rayon task per block.
+    pub(super) fn visit_in_memory<F>(&self, grids: &[usize], f: &F) -> Result<(), Error>
+    where
+        F: Fn(VertexId, VertexId) + Sync,
+    {
+        let p = self.meta.partitions as usize;
+        let psize = self.meta.partition_size as u32;
+        let (mut streamed, mut edges) = (0u64, 0u64);
+        for &gi in grids {
+            let g = &self.grids[gi];
+            let Some((data, _)) = &g.mem else { continue };
+            let offsets = &g.index.offsets;
+            (0..p * p).into_par_iter().for_each(|b| {
+                let (lo, hi) = (offsets[b] as usize, offsets[b + 1] as usize);
+                let (sbase, dbase) = ((b % p) as u32 * psize, (b / p) as u32 * psize);
+                for e in data[lo * 4..hi * 4].chunks_exact(4) {
+                    let (s, d) = decode(e);
+                    f(sbase + s, dbase + d);
+                }
+            });
+            streamed += (0..p * p).filter(|&b| offsets[b] < offsets[b + 1]).count() as u64;
+            edges += offsets[p * p] - offsets[0];
+        }
+        let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        st.passes += 1;
+        st.blocks_streamed += streamed;
+        st.edges_streamed += edges;
         Ok(())
     }
 

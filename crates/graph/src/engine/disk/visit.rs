@@ -1,0 +1,121 @@
+//! Unordered edge visits: [`Graph::for_each_edge`], one pass over every stored edge of a
+//! direction, `f(s, d)` called on the pipeline's workers (streaming) or on the rayon pool (in
+//! memory) in no fixed order.
+//!
+//! # Contract
+//! 1. `f` sees every stored edge of the pass's grids exactly once, as global dense ids.
+//! 2. Calls run concurrently and in no fixed order: `f` synchronises its own writes (atomics),
+//!    and the algorithm's result must not depend on the order (union-find with min-root links).
+//! 3. Every block is checked against its CRC-32 (engine rule 5); on a mismatch the call returns
+//!    the error after `f` may have seen the corrupt block's edges (ids stay below
+//!    [`Graph::padded_len`], engine rule 6), so the caller discards what it built.
+//! 4. The visit counts as one edge pass in [`Graph::take_stats`].
+
+use sluice_io::{Block, BlockKernel};
+
+use super::{Layout, PassStats};
+use crate::Error;
+use crate::engine::{Direction, Graph, VertexId, VertexSet, block_error, decode};
+use crate::store::EDGE_BYTES;
+
+impl Graph {
+    /// One unordered pass over every edge of `dir` (see the module docs): `f(s, d)` per stored
+    /// edge, concurrently. With [`Direction::Both`] a directed store's edges come twice (once
+    /// per grid, the second time reversed).
+    pub fn for_each_edge<F>(&self, dir: Direction, f: F) -> Result<(), Error>
+    where
+        F: Fn(VertexId, VertexId) + Sync,
+    {
+        let grids = self.grid_ids(dir);
+        if self.is_in_memory() {
+            return self.visit_in_memory(&grids, &f);
+        }
+        let layout = self.layout(&VertexSet::all(self), &grids, false)?;
+        let mut st = PassStats {
+            passes: 1,
+            blocks_streamed: layout.blocks.len() as u64,
+            edges_streamed: layout.edges,
+            ..PassStats::default()
+        };
+        if !layout.extents.is_empty() {
+            let p = self.meta.partitions as usize;
+            let kernel = Visit { layout: &layout, psize: self.meta.partition_size as u32, f: &f };
+            let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
+            let mut failure: Option<Error> = None;
+            let blocks = &layout.blocks;
+            let run = self.pipeline.run_ordered(&layout.plan, &kernel, |pieces| {
+                for (bi, crc, len) in pieces {
+                    if failure.is_some() {
+                        return;
+                    }
+                    let (b, hasher, done) =
+                        cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
+                    let br = &blocks[*b];
+                    if *b != bi {
+                        failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                        return;
+                    }
+                    hasher.combine(&crc);
+                    *done += len;
+                    if *done == (br.end - br.start) * EDGE_BYTES {
+                        let Some((_, h, _)) = cur.take() else { return };
+                        if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
+                            failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                        }
+                    }
+                }
+            })?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            if cur.is_some() {
+                return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
+            }
+            st.run = run;
+        }
+        let mut all = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        all.passes += 1;
+        all.blocks_streamed += st.blocks_streamed;
+        all.edges_streamed += st.edges_streamed;
+        all.run.merge(&st.run);
+        Ok(())
+    }
+}
+
+struct Visit<'a, F> {
+    layout: &'a Layout,
+    psize: u32,
+    f: &'a F,
+}
+
+impl<F: Fn(VertexId, VertexId) + Sync> BlockKernel for Visit<'_, F> {
+    /// (block, CRC-32 of the piece, piece bytes) for each grid block the read overlaps.
+    type Partial = Vec<(usize, crc32fast::Hasher, u64)>;
+
+    fn process(&self, b: &Block<'_>) -> Self::Partial {
+        let (ext, _) = self.layout.reads[b.extent];
+        let e = &self.layout.extents[ext];
+        let data = &b.data[..b.data.len() / 4 * 4];
+        let first = b.extent_offset / EDGE_BYTES;
+        let last = first + (data.len() / 4) as u64;
+        let mut pieces = Vec::new();
+        let k0 = e.blocks.partition_point(|&bi| self.layout.blocks[bi].end <= first);
+        for &bi in &e.blocks[k0..] {
+            let br = &self.layout.blocks[bi];
+            if br.start >= last {
+                break;
+            }
+            let (lo, hi) = (br.start.max(first), br.end.min(last));
+            let bytes = &data[(lo - first) as usize * 4..(hi - first) as usize * 4];
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(bytes);
+            pieces.push((bi, crc, bytes.len() as u64));
+            let (sbase, dbase) = (br.sp as u32 * self.psize, e.dp as u32 * self.psize);
+            for x in bytes.chunks_exact(4) {
+                let (s, d) = decode(x);
+                (self.f)(sbase + s, dbase + d);
+            }
+        }
+        pieces
+    }
+}
