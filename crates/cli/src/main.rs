@@ -58,6 +58,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("sluice: {err:#}");
+            if let Some(hint) = common::budget_hint(&err) {
+                eprintln!("sluice: {hint}");
+            }
             ExitCode::from(2)
         }
     }
