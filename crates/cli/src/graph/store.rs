@@ -121,9 +121,12 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     opts.tmp_dir = a.tmp_dir.clone();
     opts.force = a.force;
+    for doubt in sluice_graph::import::layout_doubts(&a.inputs, &opts) {
+        eprintln!("sluice: note: {doubt}");
+    }
     let bytes: u64 =
         a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-    let progress = Progress::start("import", bytes * 2, true);
+    let progress = Progress::start("import", bytes * 2, true).finishing("writing the blocks");
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     let report = sluice_graph::import::import(&a.inputs, &a.output, &opts, &pipeline, &budget)
         .map_err(|e| {
