@@ -82,7 +82,7 @@ fn every_graph_subcommand_runs_on_a_scale_15_graph_at_64m() {
         assert_eq!(results(&small), results(&free), "{}: report at 64M differs", run[0]);
     }
     ok(&["graph", "info", &d("k.grid")]);
-    ok(&["graph", "verify", &d("k.grid"), "--memory", "64M"]);
+    ok(&["graph", "verify", &d("k.grid")]);
 }
 
 #[test]

@@ -294,6 +294,18 @@ pub(crate) fn open_direct(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path)
 }
 
+/// Drops `file`'s pages from the page cache after writing them back (contract rule 4).
+pub fn drop_from_page_cache(file: &File) -> std::io::Result<()> {
+    file.sync_data()?;
+    // SAFETY: posix_fadvise reads only its integer arguments; the descriptor stays open for the
+    // call (borrowed from `file`), and advice changes no memory of this process.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    match rc {
+        0 => Ok(()),
+        errno => Err(std::io::Error::from_raw_os_error(errno)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,17 +326,5 @@ mod tests {
         }
         let via_mincore = mincore(&f, 4096, 8192);
         assert_eq!(via_mincore, Some(8192), "mincore agrees on a sub-range");
-    }
-}
-
-/// Drops `file`'s pages from the page cache after writing them back (contract rule 4).
-pub fn drop_from_page_cache(file: &File) -> std::io::Result<()> {
-    file.sync_data()?;
-    // SAFETY: posix_fadvise reads only its integer arguments; the descriptor stays open for the
-    // call (borrowed from `file`), and advice changes no memory of this process.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    match rc {
-        0 => Ok(()),
-        errno => Err(std::io::Error::from_raw_os_error(errno)),
     }
 }

@@ -157,14 +157,14 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         say!(
-            "imported {} vertices, {} input edges ({} stored, {}) into {} in {:.2} s ({:.1} M edges/s); P = {}, {} bytes/edge",
+            "imported {} vertices, {} input edges ({} stored, {}) into {} in {:.2} s ({}); P = {}, {} bytes/edge",
             m.num_vertices,
             m.input_edges,
             m.num_edges,
             if m.directed { "directed" } else { "undirected" },
             a.output.display(),
             report.seconds,
-            eps / 1e6,
+            crate::common::rate(eps, "edges"),
             m.partitions,
             sluice_graph::store::EDGE_BYTES
         );
