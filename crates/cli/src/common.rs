@@ -57,7 +57,7 @@ pub(crate) fn budget_hint(err: &anyhow::Error) -> Option<String> {
             let in_use = budget.saturating_sub(*available);
             let smallest = in_use.saturating_add(*needed).div_ceil(1 << 20);
             Some(format!(
-                "this run needs a larger budget: --memory {smallest}M at least (it was {})",
+                "this run needs --memory {smallest}M at least; the budget was {}",
                 bytes(*budget)
             ))
         }

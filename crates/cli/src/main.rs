@@ -57,10 +57,9 @@ fn main() -> ExitCode {
     match run(Args::parse()) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("sluice: {err:#}");
-            if let Some(hint) = common::budget_hint(&err) {
-                eprintln!("sluice: {hint}");
-            }
+            // One line, as every error: the budget hint (if any) goes at its end.
+            let hint = common::budget_hint(&err).map(|h| format!(" ({h})")).unwrap_or_default();
+            eprintln!("sluice: {err:#}{hint}");
             ExitCode::from(2)
         }
     }
