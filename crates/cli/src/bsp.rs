@@ -53,6 +53,9 @@ enum BspCommand {
         /// Process count.
         #[arg(long = "p", default_value_t = 2)]
         p: u32,
+        /// Print the figures as one JSON object (as `--json` does everywhere).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -124,7 +127,17 @@ pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        BspCommand::Probe { p } => {
+        BspCommand::Probe { p, json: true } => {
+            let table = sluice_bsp::probe::cost_table();
+            let sizes = [8usize, 64, 1024, 1 << 20];
+            let points: Vec<_> = sizes
+                .iter()
+                .map(|&b| serde_json::json!({"bytes": b, "g_s_per_byte": table.g(p, b), "l_s": table.l(p, b)}))
+                .collect();
+            let value = serde_json::json!({"source": table.source, "p": p, "points": points});
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        BspCommand::Probe { p, json: false } => {
             let table = sluice_bsp::probe::cost_table();
             println!("source: {}", table.source);
             println!("{:>4} {:>10} {:>14} {:>12}", "p", "bytes", "g (s/byte)", "l (s)");

@@ -79,3 +79,17 @@ fn bench_sizes_fit_the_memory_budget_and_an_impossible_p_is_refused_with_numbers
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("p = 100000 needs at least") && err.contains("--memory"), "{err}");
 }
+
+#[test]
+fn probe_json_is_one_object_with_the_figures_the_table_prints() {
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["bsp", "probe", "--p", "2", "--json"])
+        .output()
+        .expect("run sluice");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v["p"], 2);
+    let points = v["points"].as_array().expect("points");
+    assert_eq!(points.len(), 4);
+    assert!(points.iter().all(|pt| pt["g_s_per_byte"].as_f64().is_some_and(|g| g >= 0.0)));
+}
