@@ -25,72 +25,11 @@ use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 
 use crate::probe::{CostPoint, CostTable};
+
+mod config;
+
 use crate::{Args, Ctx, Error, ExecConfig, MemSlot, Pid, exec_with};
-
-/// What to measure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BenchConfig {
-    /// Processes.
-    pub p: Pid,
-    /// Repetitions of each g/ℓ estimate (for the confidence intervals), ≥ 2.
-    pub reps: usize,
-    /// Largest h-relation per process, in bytes, for the g estimates.
-    pub max_h_bytes: usize,
-    /// Bytes each thread copies for r and for the big put.
-    pub memcpy_bytes: usize,
-    /// Messages per process in the all-to-all.
-    pub alltoall_msgs: usize,
-    /// Empty syncs timed per repetition.
-    pub empty_syncs: usize,
-    /// Word sizes for g and ℓ.
-    pub word_sizes: Vec<usize>,
-    /// Round trips of the cache-line ping-pong.
-    pub pingpong_rounds: u64,
-}
-
-impl BenchConfig {
-    /// The full run (tens of seconds): 64 MiB copies, h up to 64 MiB, 10 repetitions.
-    pub fn full(p: Pid) -> BenchConfig {
-        BenchConfig {
-            p,
-            reps: 10,
-            max_h_bytes: 64 << 20,
-            memcpy_bytes: 64 << 20,
-            alltoall_msgs: 1 << 21,
-            empty_syncs: 20_000,
-            word_sizes: vec![8, 64, 1024, 1 << 20],
-            pingpong_rounds: 1_000_000,
-        }
-    }
-
-    /// A quick run (a few seconds) with the same structure.
-    pub fn quick(p: Pid) -> BenchConfig {
-        BenchConfig {
-            p,
-            reps: 5,
-            max_h_bytes: 8 << 20,
-            memcpy_bytes: 64 << 20,
-            alltoall_msgs: 1 << 19,
-            empty_syncs: 5_000,
-            word_sizes: vec![8, 64, 1024, 1 << 20],
-            pingpong_rounds: 200_000,
-        }
-    }
-
-    /// A tiny run for tests (well under a second).
-    pub fn tiny(p: Pid) -> BenchConfig {
-        BenchConfig {
-            p,
-            reps: 2,
-            max_h_bytes: 64 << 10,
-            memcpy_bytes: 1 << 20,
-            alltoall_msgs: 1 << 10,
-            empty_syncs: 50,
-            word_sizes: vec![8, 1024],
-            pingpong_rounds: 1_000,
-        }
-    }
-}
+pub use config::BenchConfig;
 
 /// A mean with the half-width of its 95 % confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -205,9 +144,11 @@ impl BenchReport {
         use std::fmt::Write;
         let mut s = String::new();
         let _ = writeln!(s, "sluice bsp bench: p = {} (threads backend)", self.p);
+        // Every column is separated by at least two spaces, however wide a figure gets (a busy
+        // machine once printed `35.275 ±24.12756806.02 ±11017.62`).
         let _ = writeln!(
             s,
-            "{:<22}{:>16}{:>16}{:>16}",
+            "{:<10}  {:>10}  {:>24}  {:>26}",
             "w (bytes)", "r (ns/B)", "g (x r)", "l (words)"
         );
         for w in &self.words {
@@ -215,11 +156,11 @@ impl BenchReport {
             let l_ci = w.l_ns.ci95 / (w.r_ns_per_byte * w.word_bytes as f64);
             let _ = writeln!(
                 s,
-                "{:<22}{:>16.4}{:>16}{:>16}",
+                "{:<10}  {:>10.4}  {:>24}  {:>26}",
                 w.word_bytes,
                 w.r_ns_per_byte,
-                format!("{:.3} ±{:.3}", w.g_over_r(), g_ci),
-                format!("{:.2} ±{:.2}", w.l_words(), l_ci),
+                format!("{:.3} ± {:.3}", w.g_over_r(), g_ci),
+                format!("{:.2} ± {:.2}", w.l_words(), l_ci),
             );
         }
         let _ = writeln!(s, "r, p concurrent memcpys          {:>10.4} ns/B", self.r_ns_per_byte);
@@ -245,6 +186,9 @@ impl BenchReport {
             self.big_put_s * 1e3,
             self.memcpy_s * 1e3
         );
+        if let Some(warning) = self.busy_warning() {
+            let _ = writeln!(s, "{warning}");
+        }
         let _ = writeln!(s, "targets (ratios measured in this run):");
         let _ = writeln!(
             s,
@@ -263,6 +207,22 @@ impl BenchReport {
             self.put_over_memcpy()
         );
         s
+    }
+
+    /// A warning when the figures show a busy machine: a mean more than [`BUSY_RATIO`] times
+    /// its best batch (empty sync or ping-pong), which other work on the cores causes (one run
+    /// measured an empty sync of 85,657 ns, the next 82.6 ns).
+    pub fn busy_warning(&self) -> Option<String> {
+        let sync = self.empty_sync_ns.mean / self.empty_sync_best_ns.max(1e-9);
+        let ping = self.pingpong_one_way_ns / self.pingpong_best_ns.max(1e-9);
+        (sync > BUSY_RATIO || ping > BUSY_RATIO).then(|| {
+            format!(
+                "warning: the machine looks busy (empty sync mean {:.1} ns = {sync:.0} x its best \
+                 batch; ping-pong mean {:.1} ns = {ping:.0} x its best): these are not the \
+                 machine's figures; measure again when it is idle",
+                self.empty_sync_ns.mean, self.pingpong_one_way_ns
+            )
+        })
     }
 
     /// The report as pretty JSON.
@@ -284,14 +244,22 @@ impl BenchReport {
     }
 }
 
-/// Merges bench reports (for several p) into a probe table, replacing points of the same p in
-/// `old` (if given).
+/// Mean over best batch above which [`BenchReport::busy_warning`] warns.
+pub const BUSY_RATIO: f64 = 5.0;
+
+/// Merges bench reports (for several p) into a probe table. A point (p, word size) that `old`
+/// has too keeps the better (smaller) g and ℓ of the two, so a run on a busy machine never makes
+/// the stored table worse (issue 16 item 11); the machine's costs are its best figures.
 pub fn to_cost_table(reports: &[BenchReport], old: Option<&CostTable>) -> CostTable {
-    let mut points: Vec<CostPoint> = old
-        .map(|t| t.points.iter().filter(|c| reports.iter().all(|r| r.p != c.p)).copied().collect())
-        .unwrap_or_default();
-    for r in reports {
-        points.extend(r.cost_points());
+    let mut points: Vec<CostPoint> = old.map(|t| t.points.clone()).unwrap_or_default();
+    for new in reports.iter().flat_map(BenchReport::cost_points) {
+        match points.iter_mut().find(|c| c.p == new.p && c.word_bytes == new.word_bytes) {
+            Some(c) => {
+                c.g_s_per_byte = c.g_s_per_byte.min(new.g_s_per_byte);
+                c.l_s = c.l_s.min(new.l_s);
+            }
+            None => points.push(new),
+        }
     }
     points.sort_by_key(|c| (c.p, c.word_bytes));
     CostTable { version: 1, source: "bench".to_string(), points }
@@ -617,6 +585,7 @@ pub(crate) fn big_put_s(ctx: &mut Ctx, bytes: usize) -> Result<f64, Error> {
 
 #[cfg(test)]
 mod tests {
+    use super::config::PAIR_BYTES;
     use super::*;
 
     #[test]
@@ -642,5 +611,76 @@ mod tests {
             let t = to_cost_table(&[r], None);
             assert_eq!(t.points.len(), 2);
         }
+    }
+
+    /// A report with the figures a busy machine gives: wide numbers, means far above the best.
+    fn busy_report() -> BenchReport {
+        let mut r = run(&BenchConfig::tiny(2)).unwrap();
+        for w in &mut r.words {
+            w.g_ns_per_byte = Estimate { mean: 35.275 * w.r_ns_per_byte, ci95: 24.127e6 };
+            w.l_ns = Estimate { mean: 56806.02e3, ci95: 11017.62e6 };
+        }
+        r.empty_sync_best_ns = 82.6;
+        r.empty_sync_ns = Estimate { mean: 85_657.0, ci95: 1000.0 };
+        r
+    }
+
+    #[test]
+    fn table_columns_never_run_together() {
+        let table = busy_report().table();
+        let rows: Vec<&str> = table.lines().skip(2).take(2).collect();
+        for row in rows {
+            let columns: Vec<&str> =
+                row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+            assert_eq!(columns.len(), 4, "{row:?} -> {columns:?}");
+            assert!(columns[2].contains(" ± ") && columns[3].contains(" ± "), "{row}");
+        }
+    }
+
+    #[test]
+    fn a_busy_machine_is_warned_about_and_an_idle_one_is_not() {
+        let warning = busy_report().busy_warning().expect("a warning");
+        assert!(warning.contains("85657.0 ns"), "{warning}");
+        assert!(busy_report().table().contains("warning: the machine looks busy"));
+        let mut idle = busy_report();
+        idle.empty_sync_ns.mean = 90.0;
+        idle.pingpong_one_way_ns = idle.pingpong_best_ns;
+        assert!(idle.busy_warning().is_none());
+    }
+
+    #[test]
+    fn a_worse_run_never_makes_the_stored_table_worse() {
+        let good = run(&BenchConfig::tiny(2)).unwrap();
+        let stored = to_cost_table(std::slice::from_ref(&good), None);
+        let merged = to_cost_table(&[busy_report()], Some(&stored));
+        assert_eq!(merged.points.len(), stored.points.len());
+        for (m, s) in merged.points.iter().zip(&stored.points) {
+            assert!(m.g_s_per_byte <= s.g_s_per_byte && m.l_s <= s.l_s, "{m:?} vs {s:?}");
+        }
+        // A better run does improve it.
+        let mut better = good.clone();
+        for w in &mut better.words {
+            w.l_ns.mean /= 2.0;
+        }
+        let improved = to_cost_table(&[better], Some(&stored));
+        assert!(improved.points.iter().zip(&stored.points).all(|(i, s)| i.l_s < s.l_s));
+    }
+
+    #[test]
+    fn fit_shrinks_sizes_to_the_budget_or_says_the_least_needed() {
+        let mut quick = BenchConfig::quick(64);
+        let before = quick.memory_bytes();
+        assert!(before > 16 << 30, "p = 64 quick asked for {before} bytes");
+        assert!(quick.fit(1 << 30));
+        assert!(quick.memory_bytes() <= 1 << 30);
+        assert!(quick.max_h_bytes < BenchConfig::quick(64).max_h_bytes);
+        // A small p is left as it is when it fits.
+        let mut two = BenchConfig::quick(2);
+        assert!(two.fit(u64::MAX));
+        assert_eq!(two, BenchConfig::quick(2));
+        // p = 100000: the pair queues alone are 2.56 TB; no size makes it fit 64 GiB.
+        let mut huge = BenchConfig::quick(100_000);
+        assert!(!huge.fit(64 << 30));
+        assert!(huge.memory_bytes() > 100_000u64 * 100_000 * PAIR_BYTES);
     }
 }

@@ -110,6 +110,7 @@
 //!   Result<BenchReport, Error>`, [`bench::BenchReport::table`], [`bench::BenchReport::to_json`],
 //!   [`bench::to_cost_table`] (to store what `probe` reads). The example `bsp_bench` is a
 //!   stand-alone front end (`cargo run -p sluice-bsp --release --example bsp_bench -- --quick`).
+//!   `bench/config.rs`: [`bench::BenchConfig`], its memory model and `fit` to a budget.
 
 #![warn(missing_docs)]
 

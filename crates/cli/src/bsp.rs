@@ -1,6 +1,6 @@
 //! `sluice bsp bench` and `sluice bsp probe`: the BSP constants of this machine.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -27,12 +27,21 @@ enum BspCommand {
         /// A short run (seconds instead of tens of seconds).
         #[arg(long)]
         quick: bool,
-        /// Write the reports as JSON here (without it, no file is written but the probe table).
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-        /// Do not merge the measured g and ℓ into the stored probe table.
+        /// Print the reports as JSON instead of the table (as `--json` does everywhere).
+        #[arg(long)]
+        json: bool,
+        /// Also write the reports as JSON to this file (without it, no file is written but the
+        /// probe table).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Do not merge the measured g and ℓ into the stored probe table (merging keeps, for
+        /// every point, the better of the stored and the new figure).
         #[arg(long)]
         no_save: bool,
+        /// Memory cap: the sizes measured shrink to fit it [default: the cgroup limit, else half
+        /// the RAM]
+        #[arg(long, value_name = "SIZE")]
+        memory: Option<String>,
         /// The backend to measure: `threads`, or `mpi` (run under `mpirun -np P`: every rank
         /// runs the command, rank 0 prints and stores the MPI probe table; `--p` is ignored).
         #[arg(long, value_enum, default_value_t = Backend::Threads)]
@@ -44,6 +53,9 @@ enum BspCommand {
         /// Process count.
         #[arg(long = "p", default_value_t = 2)]
         p: u32,
+        /// Print the figures as one JSON object (as `--json` does everywhere).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -56,45 +68,76 @@ enum Backend {
 
 pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        BspCommand::Bench { quick, json, no_save, backend: Backend::Mpi, .. } => {
-            let config = if quick { BenchConfig::quick(2) } else { BenchConfig::full(2) };
+        BspCommand::Bench {
+            quick, json, output, no_save, memory, backend: Backend::Mpi, ..
+        } => {
+            let mut config = if quick { BenchConfig::quick(2) } else { BenchConfig::full(2) };
+            fit(&mut config, memory.as_deref())?;
             let report = bench::run_mpi(&config, !no_save).context("bench --backend mpi")?;
             if let Some((table, value)) = report {
-                println!("{table}");
-                if let Some(json) = json {
-                    let mut out = sluice_io::OutputFile::create(&json)?;
-                    serde_json::to_writer_pretty(&mut out, &value)?;
-                    out.commit()?;
-                    println!("wrote {}", json.display());
+                match json {
+                    true => println!("{}", serde_json::to_string_pretty(&value)?),
+                    false => println!("{table}"),
+                }
+                if let Some(path) = output {
+                    write_json(&path, &value, json)?;
                 }
             }
         }
-        BspCommand::Bench { p, quick, json, no_save, backend: Backend::Threads } => {
+        BspCommand::Bench {
+            p,
+            quick,
+            json,
+            output,
+            no_save,
+            memory,
+            backend: Backend::Threads,
+        } => {
             let ps = if p.is_empty() { vec![2] } else { p };
             let mut reports = Vec::new();
             for p in ps {
                 anyhow::ensure!(p >= 1, "--p must be at least 1");
-                let config = if quick { BenchConfig::quick(p) } else { BenchConfig::full(p) };
+                let mut config = if quick { BenchConfig::quick(p) } else { BenchConfig::full(p) };
+                fit(&mut config, memory.as_deref()).with_context(|| format!("--p {p}"))?;
                 let report = bench::run(&config).with_context(|| format!("bench with p = {p}"))?;
-                println!("{}", report.table());
+                if !json {
+                    println!("{}", report.table());
+                }
                 reports.push(report);
             }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            }
             // Issue 10, item 7: the working directory gets a file only when one is asked for.
-            if let Some(json) = json {
-                let mut out = sluice_io::OutputFile::create(&json)?;
-                serde_json::to_writer_pretty(&mut out, &reports)?;
-                out.commit()?;
-                println!("wrote {}", json.display());
+            if let Some(path) = output {
+                write_json(&path, &serde_json::to_value(&reports)?, json)?;
             }
             if !no_save {
                 let path =
                     CostTable::default_path().context("no cache directory for the probe table")?;
                 let old = CostTable::load(&path).ok();
                 bench::to_cost_table(&reports, old.as_ref()).save(&path)?;
-                println!("probe table: {}", path.display());
+                let note = format!(
+                    "probe table: {} (the best of the stored and new figures)",
+                    path.display()
+                );
+                match json {
+                    true => eprintln!("{note}"),
+                    false => println!("{note}"),
+                }
             }
         }
-        BspCommand::Probe { p } => {
+        BspCommand::Probe { p, json: true } => {
+            let table = sluice_bsp::probe::cost_table();
+            let sizes = [8usize, 64, 1024, 1 << 20];
+            let points: Vec<_> = sizes
+                .iter()
+                .map(|&b| serde_json::json!({"bytes": b, "g_s_per_byte": table.g(p, b), "l_s": table.l(p, b)}))
+                .collect();
+            let value = serde_json::json!({"source": table.source, "p": p, "points": points});
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        BspCommand::Probe { p, json: false } => {
             let table = sluice_bsp::probe::cost_table();
             println!("source: {}", table.source);
             println!("{:>4} {:>10} {:>14} {:>12}", "p", "bytes", "g (s/byte)", "l (s)");
@@ -108,4 +151,54 @@ pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shrinks `config`'s sizes to the memory budget (`--memory`, else the default), or refuses a
+/// `p` that no size makes fit, with the numbers (issue 17 item 13).
+fn fit(config: &mut BenchConfig, memory: Option<&str>) -> anyhow::Result<()> {
+    let total = match memory {
+        Some(text) => sluice_io::parse_size(text).context("--memory")?,
+        None => sluice_io::memory::default_budget(),
+    };
+    let budget = sluice_io::Budget::new(total).context("--memory")?;
+    let asked = config.memory_bytes();
+    if !config.fit(budget.available()) {
+        anyhow::bail!(
+            "bench with p = {} needs at least {} bytes ({} pair queues, one thread per process, the \
+             smallest buffers) but the memory budget leaves {} of {} bytes: use a smaller --p or a \
+             larger --memory ({}M at least)",
+            config.p,
+            config.memory_bytes(),
+            u64::from(config.p) * u64::from(config.p),
+            budget.available(),
+            total,
+            (total - budget.available() + config.memory_bytes()).div_ceil(1 << 20)
+        );
+    }
+    if config.memory_bytes() < asked {
+        eprintln!(
+            "sluice: bsp bench: sizes shrunk to fit the memory budget ({} bytes asked, {} left): \
+             h up to {} bytes, {} all-to-all messages, {}-byte copies, words of {:?} bytes",
+            asked,
+            budget.available(),
+            config.max_h_bytes,
+            config.alltoall_msgs,
+            config.memcpy_bytes,
+            config.word_sizes
+        );
+    }
+    Ok(())
+}
+
+/// Writes `value` as JSON to `path` (temp file, then rename); says so on stdout unless stdout
+/// carries the JSON itself.
+fn write_json(path: &Path, value: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+    let mut out = sluice_io::OutputFile::create(path)?;
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.commit()?;
+    match json {
+        true => eprintln!("wrote {}", path.display()),
+        false => println!("wrote {}", path.display()),
+    }
+    Ok(())
 }

@@ -40,6 +40,31 @@ pub(crate) fn write_or_close(closed: &mut bool, result: std::io::Result<()>) -> 
     }
 }
 
+/// The line printed after an error that is a memory budget refusal: the smallest `--memory`
+/// that would have let this step through (what was in use, plus what it asked for, rounded up
+/// to a MiB), as "at least", since a later step may need more (issue 16 item 5).
+pub(crate) fn budget_hint(err: &anyhow::Error) -> Option<String> {
+    // The kernels' pipeline variant is transparent: it hides the sluice-io error from the
+    // source chain, so look inside it too.
+    fn io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a sluice_io::Error> {
+        e.downcast_ref::<sluice_io::Error>().or_else(|| match e.downcast_ref()? {
+            sluice_kernels::Error::Io(io) => Some(io),
+            _ => None,
+        })
+    }
+    err.chain().find_map(|e| match io(e)? {
+        sluice_io::Error::OverBudget { needed, available, budget, .. } => {
+            let in_use = budget.saturating_sub(*available);
+            let smallest = in_use.saturating_add(*needed).div_ceil(1 << 20);
+            Some(format!(
+                "this run needs --memory {smallest}M at least; the budget was {}",
+                bytes(*budget)
+            ))
+        }
+        _ => None,
+    })
+}
+
 /// Pipeline and budget options (flattened into every subcommand that streams data).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct PipelineArgs {
@@ -160,10 +185,14 @@ pub(crate) fn apply_flags<C: sluice_kernels::Hinted>(
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once a pass has run for a second.
-/// The pass reports done units through the shared counter.
+/// The pass reports done units through the shared counter. The rate and the ETA are the average
+/// since the start (the first frame shows a real rate, not the jump from 0 to what the first
+/// second did), and a bar whose counter is full while the work goes on names what is left
+/// ([`Progress::finishing`]) instead of sitting at 100 % (issue 16 item 12).
 pub(crate) struct Progress {
     counter: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    last_phase: Arc<std::sync::Mutex<String>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -176,28 +205,53 @@ impl Progress {
     /// Starts watching `counter` (already handed to a pipeline) towards `total` units.
     pub(crate) fn watch(label: &str, total: u64, bytes: bool, counter: Arc<AtomicU64>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
+        let last_phase = Arc::new(std::sync::Mutex::new(String::from("finishing")));
         let thread = std::io::stderr().is_terminal().then(|| {
             let (counter, stop, label) = (counter.clone(), stop.clone(), label.to_string());
+            let last_phase = last_phase.clone();
             std::thread::spawn(move || {
                 let start = Instant::now();
                 let mut bar: Option<indicatif::ProgressBar> = None;
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    if bar.is_none() && start.elapsed() >= Duration::from_secs(1) {
-                        let b = indicatif::ProgressBar::new(total);
-                        let template = if bytes {
-                            "{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
-                        } else {
-                            "{msg} [{bar:40}] {pos}/{len} eta {eta}"
-                        };
-                        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+                    let elapsed = start.elapsed();
+                    if elapsed < Duration::from_secs(1) {
+                        continue;
+                    }
+                    let done = counter.load(Ordering::Relaxed).min(total);
+                    let b = bar.get_or_insert_with(|| {
+                        let b = indicatif::ProgressBar::new(total).with_elapsed(elapsed);
+                        if let Ok(style) =
+                            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {prefix}")
+                        {
                             b.set_style(style.progress_chars("=> "));
                         }
+                        b
+                    });
+                    b.set_position(done);
+                    let secs = elapsed.as_secs_f64();
+                    let per_s = done as f64 / secs;
+                    let amount = |n: f64| match bytes {
+                        true => self::bytes(n as u64),
+                        false => number(n.round()),
+                    };
+                    if done >= total {
+                        let phase = last_phase.lock().map(|p| p.clone()).unwrap_or_default();
+                        b.set_message(format!("{label}: {phase}"));
+                        b.set_prefix(format!("{} read, {secs:.0} s", amount(total as f64)));
+                    } else {
+                        let eta = (total - done) as f64 / per_s.max(1e-9);
                         b.set_message(label.clone());
-                        bar = Some(b);
-                    }
-                    if let Some(b) = &bar {
-                        b.set_position(counter.load(Ordering::Relaxed).min(total));
+                        b.set_prefix(format!(
+                            "{}/{} {}/s eta {}",
+                            amount(done as f64),
+                            amount(total as f64),
+                            amount(per_s),
+                            match eta {
+                                e if e < 120.0 => format!("{e:.0} s"),
+                                e => format!("{:.0} min", e / 60.0),
+                            }
+                        ));
                     }
                 }
                 if let Some(b) = bar {
@@ -205,7 +259,16 @@ impl Progress {
                 }
             })
         });
-        Progress { counter, stop, thread }
+        Progress { counter, stop, last_phase, thread }
+    }
+
+    /// Names what the work does once the counter is full (e.g. an import writing its blocks
+    /// after its two reading passes); shown instead of a bar at 100 %.
+    pub(crate) fn finishing(self, phase: &str) -> Progress {
+        if let Ok(mut p) = self.last_phase.lock() {
+            *p = phase.to_string();
+        }
+        self
     }
 
     /// The counter the pass adds to.
@@ -226,39 +289,35 @@ impl Drop for Progress {
 /// How [`run_figures`] lays out a pass's figures.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Layout {
-    /// One row of a `name  value` table, sizes in binary units (`sluice stats`).
+    /// One row of a `name  value` table (`sluice stats`).
     Row,
-    /// Two indented lines, MiB and GB/s (`sluice demo`).
+    /// Two indented lines (`sluice demo`).
     Indented,
 }
 
-/// A pass's figures (bytes, time, bandwidth, engine, copies) as text, newline-terminated: the
-/// one printer of [`RunStats`] in the CLI.
+/// A pass's figures (bytes, time, bandwidth, read path, copies) as text, newline-terminated: the
+/// one printer of [`RunStats`] in the CLI. Sizes and rates are in binary units everywhere.
 pub(crate) fn run_figures(run: &RunStats, layout: Layout) -> String {
     let c = &run.copies;
+    let (read, rate) = (bytes(run.bytes_read), bytes(run.bandwidth_bytes_per_s as u64));
     match layout {
         Layout::Row => format!(
-            "read             {} in {:.3} s ({}/s), engine {} ({}), direct {}; copies: seam {}, \
-             user {}, page cache {}\n",
-            bytes(run.bytes_read),
+            "read             {read} in {:.3} s ({rate}/s) {}; engine {}, direct {}; copies: \
+             seam {}, user {}, page cache {}\n",
             run.seconds,
-            bytes(run.bandwidth_bytes_per_s as u64),
+            read_path(run),
             run.engine,
-            run.backend,
             run.direct,
             bytes(c.seam_bytes),
             bytes(c.user_copy_bytes),
             bytes(c.page_cache_bytes)
         ),
         Layout::Indented => format!(
-            "   read {:.1} MiB in {:.3} s = {:.2} GB/s  (engine {}, {} reads, direct {})\n   \
-             copies: seam {} B, user {} B, through page cache {} B\n",
-            run.bytes_read as f64 / (1u64 << 20) as f64,
+            "   read {read} in {:.3} s = {rate}/s {}  (engine {})\n   \
+             copies: seam {} B, user {} B, page cache {} B\n",
             run.seconds,
-            run.bandwidth_bytes_per_s / 1e9,
+            read_path(run),
             run.engine,
-            run.backend,
-            run.direct,
             c.seam_bytes,
             c.user_copy_bytes,
             c.page_cache_bytes
@@ -266,8 +325,56 @@ pub(crate) fn run_figures(run: &RunStats, layout: Layout) -> String {
     }
 }
 
+/// Where a pass's bytes came from, in words: a mapping of the page cache, buffered reads (from
+/// the page cache when the files were mostly cached), or O_DIRECT reads from the device.
+pub(crate) fn read_path(run: &RunStats) -> String {
+    let cached = |f: &sluice_io::FileAccess| f.cached_fraction.is_some_and(|x| x >= 0.5);
+    if run.bytes_read > 0 && run.mapped_bytes >= run.bytes_read {
+        "from the page cache (memory-mapped: no read, no copy)".into()
+    } else if !run.files.is_empty() && run.files.iter().all(|f| f.direct) {
+        format!("from the device ({} reads, O_DIRECT)", run.backend)
+    } else if !run.files.is_empty() && run.files.iter().all(|f| f.mapped || cached(f)) {
+        format!("from the page cache ({} buffered reads)", run.backend)
+    } else {
+        format!("through the page cache ({} buffered reads)", run.backend)
+    }
+}
+
+/// `x` as people write it: an integer as an integer (`6`, not `6e0`), else three significant
+/// digits (`0.00598`, `12.3`), in scientific notation only below 0.0001 or from 10^9 (`1.09e-8`).
+pub(crate) fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == x.trunc() && x.abs() < 1e15 {
+        return format!("{x:.0}");
+    }
+    let a = x.abs();
+    if !(1e-4..1e9).contains(&a) {
+        return format!("{x:.2e}");
+    }
+    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+    let text = format!("{x:.digits$}");
+    match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => text,
+    }
+}
+
+/// A rate of `what` per second in the unit that fits: `12.3 M edges/s`, `850 K edges/s`,
+/// `42 edges/s`.
+pub(crate) fn rate(per_s: f64, what: &str) -> String {
+    let (v, unit) = match per_s {
+        r if r >= 1e9 => (r / 1e9, "G "),
+        r if r >= 1e6 => (r / 1e6, "M "),
+        r if r >= 1e3 => (r / 1e3, "K "),
+        r => (r, ""),
+    };
+    format!("{} {unit}{what}/s", number(if v >= 100.0 { v.round() } else { v }))
+}
+
 /// `1536` → `1.5 KiB`.
-fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut x = n as f64;
     let mut unit = 0;
@@ -293,6 +400,47 @@ mod tests {
         let full = std::io::Error::from(ErrorKind::StorageFull);
         let err = write_or_close(&mut closed, Err(full)).unwrap_err();
         assert!(format!("{err:#}").starts_with("writing to stdout: "));
+    }
+
+    #[test]
+    fn a_budget_refusal_names_the_smallest_budget_with_the_flag() {
+        let budget = sluice_io::Budget::new(64 << 20).unwrap();
+        let left = budget.available();
+        let io = budget.reserve("the buffer pool", left + (3 << 20) + 1).unwrap_err();
+        let err = anyhow::Error::new(io).context("stats x.npy");
+        // In use (the program's allowance) + asked = 67 MiB and a byte: 68 MiB, rounded up.
+        let hint = budget_hint(&err).unwrap();
+        assert!(hint.contains("--memory 68M at least"), "{hint}");
+        assert!(hint.contains("64.0 MiB"), "{hint}");
+        assert!(budget_hint(&anyhow::anyhow!("no budget here")).is_none());
+    }
+
+    #[test]
+    fn numbers_print_as_people_write_them() {
+        let cases = [
+            (5.976090e-3, "0.00598"),
+            (6.0, "6"),
+            (0.0, "0"),
+            (12.3456, "12.3"),
+            (0.15, "0.15"),
+            (1234.5678, "1235"),
+            (1.092e-8, "1.09e-8"),
+            (-0.5, "-0.5"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(number(x), want, "{x:e}");
+            // What is printed reads back within the rounding of three significant digits.
+            let back: f64 = number(x).parse().unwrap();
+            assert!((back - x).abs() <= x.abs() * 5e-3, "{x:e} -> {back:e}");
+        }
+    }
+
+    #[test]
+    fn rates_take_the_unit_that_fits() {
+        assert_eq!(rate(12_345_678.0, "edges"), "12.3 M edges/s");
+        assert_eq!(rate(850_000.0, "edges"), "850 K edges/s");
+        assert_eq!(rate(42.0, "edges"), "42 edges/s");
+        assert_eq!(rate(0.5, "edges"), "0.5 edges/s");
     }
 
     #[test]

@@ -72,7 +72,9 @@ fn main() -> ExitCode {
         // reports; the same for every command and every output (issue 17).
         Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("sluice: {err:#}");
+            // One line, as every error: the budget hint (if any) goes at its end.
+            let hint = common::budget_hint(&err).map(|h| format!(" ({h})")).unwrap_or_default();
+            eprintln!("sluice: {err:#}{hint}");
             ExitCode::from(2)
         }
     }

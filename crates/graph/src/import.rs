@@ -55,7 +55,7 @@ mod parse;
 mod read;
 mod vertices;
 
-pub use describe::LdbcProperties;
+pub use describe::{LdbcProperties, layout_doubts};
 
 use blocks::Degrees;
 use buckets::{Buckets, Route};

@@ -53,7 +53,7 @@
 //! resident.rs          releasing a mapped file's pages a granule at a time
 //! pool.rs *            BufPool: the fixed pool of 4096-aligned buffers
 //! uring.rs *           Ring: io_uring reads into pool buffers, fenced by ownership
-//! sys.rs *             cachestat/mincore residency, O_DIRECT opens, file mappings
+//! sys.rs *             cachestat/mincore residency, O_DIRECT opens, file mappings, page dropping
 //! queue.rs             the closable blocking queue between I/O threads and workers
 //! memory.rs            Budget and Reservation: the process memory budget
 //! stats.rs             RunStats: the figures of a run, and merging them
@@ -87,6 +87,7 @@ pub use output::{OutputFile, npy_header};
 pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 pub use plan::{Extent, Plan, RecordLayout};
 pub use stats::{Copies, FileAccess, RunStats};
+pub use sys::drop_from_page_cache;
 
 use std::path::PathBuf;
 use std::sync::Arc;

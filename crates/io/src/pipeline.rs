@@ -25,7 +25,10 @@
 //!    made. The slack only changes speed, never results: an I/O thread refills its ring right
 //!    after reaping, when the buffers it just reaped are still with the workers; completions
 //!    arrive in bursts of up to a queue's worth, and without a spare buffer per slot a `--trace`
-//!    showed only 20–26 of 32 reads in flight (32.0 with the slack).
+//!    showed only 20–26 of 32 reads in flight (32.0 with the slack). When the pool does not fit
+//!    what is left of the budget, the defaults shrink (queue depth down to 2, then block size
+//!    down to 64 KiB; a value the user set never changes) before the run is refused, so small
+//!    inputs run under small budgets (issue 16 item 5).
 //! 6. A read covering the stream offset given to `inject_read_error` (or in the environment
 //!    variable `SLUICE_INJECT_READ_ERROR`) fails with `EIO`, in every engine and backend.
 //! 7. Each file is read one way, decided once per run from [`DirectMode`] and its page-cache
@@ -93,6 +96,24 @@ pub const DEFAULT_IO_THREADS: usize = 1;
 /// Largest block size (a read length must fit io_uring's `u32`).
 pub const MAX_BLOCK_SIZE: usize = 1 << 30;
 
+/// Buffers in the pool of a run of `reads` reads (rule 5): the slack of a second round of reads
+/// only when it takes at most a quarter of `available` bytes.
+fn pool_buffers(s: &Settings, reads: usize, available: u64) -> usize {
+    let full = match s.engine {
+        Engine::Ioc => {
+            let base = s.queue_depth * s.io_threads + s.workers;
+            let with_slack = base + s.queue_depth * s.io_threads;
+            if (with_slack as u64).saturating_mul(s.block_size as u64) <= available / 4 {
+                with_slack
+            } else {
+                base
+            }
+        }
+        Engine::Sync => s.workers,
+    };
+    full.min(reads + s.workers).max(1)
+}
+
 /// Reads the whole plan and hands the partials to `sink` in stream order (contract rules 1-6).
 pub(crate) fn run_ordered<K, F>(
     config: &Config,
@@ -105,7 +126,7 @@ where
     F: FnMut(K::Partial),
 {
     let start = Instant::now();
-    let s = Settings::resolve(config)?;
+    let mut s = Settings::resolve(config)?;
     let budget = config.budget.clone().unwrap_or_else(|| {
         Budget::new(crate::memory::default_budget()).unwrap_or_else(|_| Budget::unlimited())
     });
@@ -113,7 +134,13 @@ where
         && config.mmap
         && std::env::var("SLUICE_NO_MMAP").map_or(true, |v| v != "1");
     let (files, of_extent) = open_files(plan, s.direct, allow_map)?;
-    let map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
+    // Rule 5: the defaults shrink until the pool fits what is left of the budget.
+    let mut map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
+    while pool_buffers(&s, map.total(), u64::MAX) as u64 * s.block_size as u64 > budget.available()
+        && s.shrink(config)
+    {
+        map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
+    }
     let reads = map.total();
     let granules = files
         .iter()
@@ -124,19 +151,7 @@ where
             Some(Granules::new(m.len() as u64, mine.map(|c| (c.read_offset, c.len as u64))))
         })
         .collect();
-    let full = match s.engine {
-        Engine::Ioc => {
-            let base = s.queue_depth * s.io_threads + s.workers;
-            let with_slack = base + s.queue_depth * s.io_threads;
-            if (with_slack as u64).saturating_mul(s.block_size as u64) <= budget.available() / 4 {
-                with_slack
-            } else {
-                base
-            }
-        }
-        Engine::Sync => s.workers,
-    };
-    let buffers = full.min(reads + s.workers).max(1);
+    let buffers = pool_buffers(&s, reads, budget.available());
     let bytes = (buffers as u64).saturating_mul(s.block_size as u64);
     let _reservation = budget
         .reserve(&format!("the buffer pool ({buffers} blocks of {} bytes)", s.block_size), bytes)?;

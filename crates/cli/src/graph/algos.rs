@@ -15,7 +15,7 @@ use sluice_graph::algo::{bfs, cdlp, lcc, pagerank, spmv, sssp, wcc};
 use sluice_graph::output::{self, Values};
 use sluice_graph::{Direction, Graph, summary};
 
-use crate::common::{PipelineArgs, Progress, say};
+use crate::common::{self, PipelineArgs, Progress, say};
 
 #[derive(Debug, Args)]
 pub(super) struct AlgoArgs {
@@ -122,21 +122,33 @@ fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progre
     Ok((g, progress, load))
 }
 
-/// The `--top` lines: `(original id, value as printed)` for the dense ids `pick(k)` returns.
+/// The `--top` lines: `(original id, value)` for the dense ids `pick(k)` returns.
 fn top(
     a: &AlgoArgs,
     g: &Graph,
     pick: impl FnOnce(usize) -> Vec<usize>,
-    show: impl Fn(usize) -> String,
-) -> Vec<(u64, String)> {
+    show: impl Fn(usize) -> serde_json::Value,
+) -> Vec<(u64, serde_json::Value)> {
     let ids = g.original_ids();
     a.top.map_or(Vec::new(), |k| pick(k).into_iter().map(|v| (ids[v], show(v))).collect())
 }
 
 /// The `--top` lines of a labelling: the largest components, named by their label's original id.
-fn top_components(a: &AlgoArgs, g: &Graph, c: &summary::Components) -> Vec<(u64, String)> {
+fn top_components(
+    a: &AlgoArgs,
+    g: &Graph,
+    c: &summary::Components,
+) -> Vec<(u64, serde_json::Value)> {
     let pick = |k| c.top(k).into_iter().map(|(label, _)| label as usize).collect();
-    top(a, g, pick, |label| c.sizes[label].to_string())
+    top(a, g, pick, |label| json!(c.sizes[label]))
+}
+
+/// What an algorithm found, for the text report: a one-line summary, and the name of the value
+/// column of the `--top` table.
+struct Found {
+    headline: String,
+    column: &'static str,
+    top: Vec<(u64, serde_json::Value)>,
 }
 
 fn report(
@@ -146,8 +158,9 @@ fn report(
     secs: f64,
     load: f64,
     extra: serde_json::Value,
-    top: Vec<(u64, String)>,
+    found: Found,
 ) -> anyhow::Result<()> {
+    let top = &found.top;
     let st = g.take_stats();
     let m = g.meta();
     let edges = st.edges_streamed.max(1);
@@ -175,16 +188,25 @@ fn report(
         }
         say!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        for (id, v) in &top {
-            say!("{id} {v}");
+        say!("{}", found.headline);
+        if !top.is_empty() {
+            say!("{:>12}  {}", "vertex", found.column);
+        }
+        for (id, v) in top {
+            // Integers (depths, sizes) as they are; reals as people write them.
+            let text = v.as_u64().map_or_else(
+                || v.as_f64().map_or(v.to_string(), common::number),
+                |n| n.to_string(),
+            );
+            say!("{id:>12}  {text}");
         }
         eprintln!(
-            "{name}: {:.3} s, {} passes, {} edges streamed ({:.1} M edges/s), {} bytes read ({:.2} bytes/edge){}",
+            "{name}: {:.3} s, {} passes, {} edges streamed ({}), {} read ({:.2} bytes/edge){}",
             secs,
             st.passes,
             st.edges_streamed,
-            st.edges_streamed as f64 / secs.max(1e-9) / 1e6,
-            st.run.bytes_read,
+            common::rate(st.edges_streamed as f64 / secs.max(1e-9), "edges"),
+            common::bytes(st.run.bytes_read),
             if g.is_in_memory() { 0.0 } else { bpe },
             if g.is_in_memory() {
                 format!(", edges in memory (loaded in {load:.2} s)")
@@ -228,10 +250,17 @@ pub(super) fn run_pagerank(a: PagerankArgs) -> anyhow::Result<ExitCode> {
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
     write_out(&a.common, &g, Values::F64(&r.ranks))?;
-    let top = top(&a.common, &g, |k| summary::top_k(&r.ranks, k), |v| format!("{:e}", r.ranks[v]));
+    let top = top(&a.common, &g, |k| summary::top_k(&r.ranks, k), |v| json!(r.ranks[v]));
     let extra = json!({"iterations": r.iterations, "damping": a.damping, "last_change": r.last_change,
         "seconds_per_iteration": secs / r.iterations.max(1) as f64});
-    report(&a.common, &g, "pagerank", secs, load, extra, top)?;
+    let headline = format!(
+        "pagerank: {} iterations over {} vertices, last change {}",
+        r.iterations,
+        g.num_vertices(),
+        common::number(r.last_change)
+    );
+    let found = Found { headline, column: "rank", top };
+    report(&a.common, &g, "pagerank", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -254,9 +283,17 @@ pub(super) fn run_bfs(a: BfsArgs) -> anyhow::Result<ExitCode> {
     drop(progress);
     write_out(&a.common, &g, Values::U32 { values: &depth, unreached: i64::MAX })?;
     let reach = summary::depth_reach(&depth);
-    let top = top(&a.common, &g, |k| summary::top_depths(&depth, k), |v| depth[v].to_string());
+    let top = top(&a.common, &g, |k| summary::top_depths(&depth, k), |v| json!(depth[v]));
     let extra = json!({"source": a.source, "reached": reach.reached, "max_depth": reach.farthest});
-    report(&a.common, &g, "bfs", secs, load, extra, top)?;
+    let headline = format!(
+        "bfs from {}: reached {} of {} vertices, deepest level {}",
+        a.source,
+        reach.reached,
+        depth.len(),
+        reach.farthest
+    );
+    let found = Found { headline, column: "depth", top };
+    report(&a.common, &g, "bfs", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -273,7 +310,9 @@ pub(super) fn run_wcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
     let c = summary::components(&label);
     let top = top_components(&a, &g, &c);
     let extra = json!({"components": c.count, "largest": c.largest});
-    report(&a, &g, "wcc", secs, load, extra, top)?;
+    let headline = format!("wcc: {} components, the largest has {} vertices", c.count, c.largest);
+    let found = Found { headline, column: "component size (vertex = its label)", top };
+    report(&a, &g, "wcc", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -291,7 +330,12 @@ pub(super) fn run_cdlp(a: CdlpArgs) -> anyhow::Result<ExitCode> {
     let top = top_components(&a.common, &g, &c);
     let extra = json!({"iterations": r.iterations, "communities": c.count,
         "largest": c.largest, "seconds_per_iteration": secs / r.iterations.max(1) as f64});
-    report(&a.common, &g, "cdlp", secs, load, extra, top)?;
+    let headline = format!(
+        "cdlp: {} communities after {} iterations, the largest has {} vertices",
+        c.count, r.iterations, c.largest
+    );
+    let found = Found { headline, column: "community size (vertex = its label)", top };
+    report(&a.common, &g, "cdlp", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -309,8 +353,11 @@ pub(super) fn run_lcc(a: AlgoArgs) -> anyhow::Result<ExitCode> {
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
     write_out(&a, &g, Values::F64(&c))?;
-    let top = top(&a, &g, |k| summary::top_k(&c, k), |v| format!("{:e}", c[v]));
-    report(&a, &g, "lcc", secs, load, json!({"average": summary::mean(&c)}), top)?;
+    let top = top(&a, &g, |k| summary::top_k(&c, k), |v| json!(c[v]));
+    let average = summary::mean(&c);
+    let headline = format!("lcc: average clustering coefficient {}", common::number(average));
+    let found = Found { headline, column: "clustering coefficient", top };
+    report(&a, &g, "lcc", secs, load, json!({"average": average}), found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -325,11 +372,18 @@ pub(super) fn run_sssp(a: SsspArgs) -> anyhow::Result<ExitCode> {
     drop(progress);
     write_out(&a.common, &g, Values::F64(&dist))?;
     let reach = summary::distance_reach(&dist);
-    let top =
-        top(&a.common, &g, |k| summary::top_distances(&dist, k), |v| format!("{:e}", dist[v]));
+    let top = top(&a.common, &g, |k| summary::top_distances(&dist, k), |v| json!(dist[v]));
     let extra = json!({"source": a.source, "reached": reach.reached, "weighted": g.meta().weighted,
         "max_distance": reach.farthest});
-    report(&a.common, &g, "sssp", secs, load, extra, top)?;
+    let headline = format!(
+        "sssp from {}: reached {} of {} vertices, farthest at distance {}",
+        a.source,
+        reach.reached,
+        dist.len(),
+        common::number(reach.farthest)
+    );
+    let found = Found { headline, column: "distance", top };
+    report(&a.common, &g, "sssp", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -344,10 +398,12 @@ pub(super) fn run_spmv(a: SpmvArgs) -> anyhow::Result<ExitCode> {
     let secs = t.elapsed().as_secs_f64();
     drop(progress);
     write_out(&a.common, &g, Values::F64(&y))?;
-    let top = top(&a.common, &g, |k| summary::top_k(&y, k), |v| format!("{:e}", y[v]));
-    let extra =
-        json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": y.iter().sum::<f64>()});
-    report(&a.common, &g, "spmv", secs, load, extra, top)?;
+    let top = top(&a.common, &g, |k| summary::top_k(&y, k), |v| json!(y[v]));
+    let sum = y.iter().sum::<f64>();
+    let extra = json!({"vector": a.vector, "weighted": g.meta().weighted, "sum": sum});
+    let headline = format!("spmv: sum of y {}", common::number(sum));
+    let found = Found { headline, column: "y", top };
+    report(&a.common, &g, "spmv", secs, load, extra, found)?;
     Ok(ExitCode::SUCCESS)
 }
 

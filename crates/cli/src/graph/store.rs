@@ -151,9 +151,12 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     opts.tmp_dir = a.tmp_dir.clone();
     opts.force = a.force;
+    for doubt in sluice_graph::import::layout_doubts(&a.inputs, &opts) {
+        eprintln!("sluice: note: {doubt}");
+    }
     let bytes: u64 =
         a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-    let progress = Progress::start("import", bytes * 2, true);
+    let progress = Progress::start("import", bytes * 2, true).finishing("writing the blocks");
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     // With --ranks: import beside the target, then split it into the target.
     let target = match a.ranks {
@@ -203,14 +206,14 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         say!(
-            "imported {} vertices, {} input edges ({} stored, {}) into {} in {:.2} s ({:.1} M edges/s); P = {}, {} bytes/edge",
+            "imported {} vertices, {} input edges ({} stored, {}) into {} in {:.2} s ({}); P = {}, {} bytes/edge",
             m.num_vertices,
             m.input_edges,
             m.num_edges,
             if m.directed { "directed" } else { "undirected" },
             a.output.display(),
             report.seconds,
-            eps / 1e6,
+            crate::common::rate(eps, "edges"),
             m.partitions,
             sluice_graph::store::EDGE_BYTES
         );

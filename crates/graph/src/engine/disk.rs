@@ -242,10 +242,12 @@ impl Graph {
         let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
             + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
         let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
+        // No more columns are in flight than this pass reads (P = 1: one; issue 16 item 5).
+        let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64;
+        let in_flight = (appliers as u64 * 2 + 2).min(columns.max(1));
         let _partials = self.budget.reserve(
             "column partial results",
-            max_col * per_edge * (appliers as u64 * 2 + 2)
-                + if weighted { max_run * WEIGHT_BYTES } else { 0 },
+            max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 },
         )?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);

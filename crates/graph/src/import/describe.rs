@@ -73,6 +73,58 @@ pub(super) struct Source {
     pub(super) format_name: &'static str,
 }
 
+/// Doubts about how `--format bin` inputs will be read, one sentence each (issue 16 item 8): a
+/// binary edge list has no header, so the direction is assumed when not given, and a file
+/// written with f32 weights can also be cut into 8-byte records. The second doubt is raised only
+/// when the start of the file looks weighted: read as 12-byte records, every third word is a
+/// normal f32 of moderate size while the ids below 2^23 would be subnormal floats.
+pub fn layout_doubts(inputs: &[PathBuf], opts: &ImportOptions) -> Vec<String> {
+    let mut doubts = Vec::new();
+    if opts.format != Format::Bin {
+        return doubts;
+    }
+    if opts.directed.is_none() {
+        doubts.push(
+            "a bin edge list does not say its direction: read as directed (say --undirected \
+             otherwise, or --directed to silence this)"
+                .to_string(),
+        );
+    }
+    let id_bytes = opts.id_bytes.unwrap_or(4);
+    if opts.bin_weight != BinWeight::None || id_bytes != 4 {
+        return doubts;
+    }
+    for path in inputs {
+        if looks_weighted(path).unwrap_or(false) {
+            doubts.push(format!(
+                "{}: the records look like (u32 src, u32 dst, f32 weight), 12 bytes, but are read \
+                 as 8-byte (src, dst) pairs: if the file has weights, import with --weight f32",
+                path.display()
+            ));
+        }
+    }
+    doubts
+}
+
+/// Returns true if and only if the file's size is a whole number of 12-byte records and its
+/// first (up to 512) such records have a normal f32 below 2^24 in magnitude as the third word
+/// while the two id words are below 2^23.
+fn looks_weighted(path: &Path) -> std::io::Result<bool> {
+    let len = std::fs::metadata(path)?.len();
+    if len == 0 || len % 12 != 0 {
+        return Ok(false);
+    }
+    let mut head = vec![0u8; (len.min(512 * 12)) as usize];
+    File::open(path)?.read_exact(&mut head)?;
+    let word = |r: &[u8], i: usize| {
+        u32::from_le_bytes([r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]])
+    };
+    Ok(head.chunks_exact(12).all(|r| {
+        let w = f32::from_bits(word(r, 2));
+        word(r, 0) < 1 << 23 && word(r, 1) < 1 << 23 && w.is_normal() && w.abs() < (1 << 24) as f32
+    }))
+}
+
 /// Describes `inputs` read as `opts` say.
 pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Source, Error> {
     let id_bytes = opts.id_bytes.unwrap_or(if opts.format == Format::Bin { 4 } else { 8 });
@@ -167,7 +219,9 @@ fn first_data_fields(f: &EdgeFile) -> Result<Option<usize>, Error> {
                 continue;
             }
             return Ok(Some(
-                line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).count(),
+                line.split(|b| b.is_ascii_whitespace() || *b == b',')
+                    .filter(|t| !t.is_empty())
+                    .count(),
             ));
         }
         if k == 0 || carry.len() > (1 << 24) {

@@ -82,7 +82,9 @@ pub(super) fn parse_text(data: &[u8], base: u64, r: &TextRules) -> Result<RawEdg
             continue;
         }
         let fail = |msg: String| ParseFail { offset: line_start, msg };
-        let mut toks = line.split(|b| *b == b' ' || *b == b'\t').filter(|t| !t.is_empty());
+        // Fields are separated by spaces, tabs or commas: CSV edge lists are common (issue 16
+        // item 13), and a comma is never part of a number here.
+        let mut toks = line.split(|b| matches!(*b, b' ' | b'\t' | b',')).filter(|t| !t.is_empty());
         let mut ids = [0u64; 2];
         for (k, id) in ids.iter_mut().enumerate() {
             let tok = toks.next().ok_or_else(|| fail(format!("expected {fields} fields")))?;
@@ -196,6 +198,16 @@ mod tests {
         assert_eq!((e.src, e.dst), (vec![1, 3, 5], vec![2, 4, 6]));
         assert_eq!(e.offsets, vec![104, 114, 139]);
         assert!(e.w.is_empty());
+    }
+
+    #[test]
+    fn comma_separated_lines_read_as_the_same_edges_as_spaces() {
+        // Issue 16 item 13: CSV edge lists (`src,dst[,weight]`), with or without spaces.
+        let spaced = parse_text(b"1 2 0.5\n3 4 2\n", 0, &rules(true)).unwrap();
+        let commas = parse_text(b"1,2,0.5\n3, 4 ,2\n", 0, &rules(true)).unwrap();
+        assert_eq!((commas.src, commas.dst, commas.w), (spaced.src, spaced.dst, spaced.w));
+        let f = parse_text(b"1,2,3\n", 0, &rules(false)).unwrap_err();
+        assert!(f.msg.contains("found more"), "{}", f.msg);
     }
 
     #[test]

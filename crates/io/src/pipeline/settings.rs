@@ -8,6 +8,13 @@ use super::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLO
 /// Most reads in flight per I/O thread.
 const MAX_QUEUE_DEPTH: usize = 4096;
 
+/// Smallest queue depth a small budget shrinks the default to (two reads in flight still overlap
+/// a read with its successor's submission).
+const MIN_FIT_QUEUE_DEPTH: usize = 2;
+/// Smallest block size a small budget shrinks the default to: 64 KiB reads still reach most of
+/// a disk's bandwidth at queue depth 2 and are 16 pages, so O_DIRECT alignment holds.
+const MIN_FIT_BLOCK_SIZE: usize = 64 << 10;
+
 /// Settings with every "choose" resolved.
 #[derive(Debug, Clone)]
 pub(super) struct Settings {
@@ -53,5 +60,20 @@ impl Settings {
             return Err(Error::QueueDepth { depth: s.queue_depth, max: MAX_QUEUE_DEPTH });
         }
         Ok(s)
+    }
+
+    /// Makes the pool smaller by shrinking a default the user did not set: the queue depth
+    /// halves down to [`MIN_FIT_QUEUE_DEPTH`], then the block size down to
+    /// [`MIN_FIT_BLOCK_SIZE`]. Returns true if and only if something shrank.
+    pub(super) fn shrink(&mut self, config: &Config) -> bool {
+        if config.queue_depth == 0 && self.queue_depth > MIN_FIT_QUEUE_DEPTH {
+            self.queue_depth = (self.queue_depth / 2).max(MIN_FIT_QUEUE_DEPTH);
+            true
+        } else if config.block_size == 0 && self.block_size > MIN_FIT_BLOCK_SIZE {
+            self.block_size = (self.block_size / 2).max(MIN_FIT_BLOCK_SIZE);
+            true
+        } else {
+            false
+        }
     }
 }

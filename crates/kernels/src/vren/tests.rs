@@ -262,7 +262,7 @@ fn rule5_resize_picks_nearest_pixels() {
 
 #[test]
 fn rule6_volume_larger_than_the_budget_renders_the_same() {
-    // A volume four times the budget (beyond the 48 MiB Budget::new keeps for the program)
+    // A volume four times the budget (beyond what Budget::new keeps for the program)
     // renders, and the same as with no budget at all.
     let vol = Vol::new([256, 128, 128], Scalar::U8, |x, y, z| ((x ^ y ^ z) & 255) as f64);
     let dir = tempfile::tempdir().unwrap();
@@ -275,7 +275,7 @@ fn rule6_volume_larger_than_the_budget_renders_the_same() {
         };
         let free = PipelineBuilder::new().build().unwrap();
         let (want, _) = render(&path, &c, &free, &Budget::unlimited()).unwrap();
-        let budget = Budget::new((48 << 20) + (1 << 20)).unwrap();
+        let budget = Budget::new(sluice_io::memory::BASELINE_BYTES + (1 << 20)).unwrap();
         let tight = PipelineBuilder::new()
             .block_size(16384)
             .queue_depth(4)
