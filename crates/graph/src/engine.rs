@@ -183,6 +183,7 @@ impl Graph {
                 &store::read_checked(dir, &meta, &iname)?,
                 p,
                 meta.num_edges,
+                meta.weighted,
             )?;
             let edges = dir.join(format!("{name}.edges"));
             let want = meta.num_edges * EDGE_BYTES;

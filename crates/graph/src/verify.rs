@@ -1,10 +1,10 @@
 //! `sluice graph verify`: checks a whole store.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
 use crate::Error;
+use crate::store::weights::{self, WEIGHT_BYTES};
 use crate::store::{self, EDGE_BYTES, GridIndex};
 
 /// What [`verify`] checked.
@@ -21,7 +21,7 @@ pub struct VerifyReport {
 }
 
 /// Checks `meta.json` (its own checksum and version), the length and CRC-32 of every file, every
-/// block's CRC-32, that every stored id lies inside its partition, that ids are strictly
+/// block's CRC-32 (edges and weights), that every stored id lies inside its partition, that ids are strictly
 /// increasing and that degrees add up to |E|. The first fault is the error.
 pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
     let meta = store::read_meta(dir)?;
@@ -64,10 +64,13 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
             &store::read_checked(dir, &meta, &iname)?,
             p,
             meta.num_edges,
+            meta.weighted,
         )?;
         let epath = dir.join(format!("{g}.edges"));
-        let mut f = File::open(&epath).map_err(|e| Error::io(&epath, "cannot open", e))?;
-        let mut buf = Vec::new();
+        let mut f = store::open_regular(&epath)?;
+        let wpath = dir.join(format!("{g}.weights"));
+        let mut wf = if meta.weighted { Some(store::open_regular(&wpath)?) } else { None };
+        let (mut buf, mut wbuf) = (Vec::new(), Vec::new());
         for b in 0..(p * p) as usize {
             let (sp, dp) = ((b as u64) % p, (b as u64) / p);
             let len = (index.block_edges(b) * EDGE_BYTES) as usize;
@@ -93,6 +96,11 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
                     ));
                 }
                 prev = (d, s);
+            }
+            if let Some(wf) = wf.as_mut() {
+                wbuf.resize((index.block_edges(b) * WEIGHT_BYTES) as usize, 0);
+                wf.read_exact(&mut wbuf).map_err(|e| Error::io(&wpath, "read failed", e))?;
+                weights::verify_block(&wpath, &index, p as usize, b, &wbuf)?;
             }
             report.blocks += 1;
             report.edges += index.block_edges(b);

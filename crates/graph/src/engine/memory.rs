@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{EdgeKernel, Graph, Pass, VertexSet, block_error, decode, gather_edge};
 use crate::Error;
-use crate::store::EDGE_BYTES;
+use crate::store::{self, EDGE_BYTES};
 
 impl Graph {
     /// Loads every block into memory (checking each block's CRC-32), within the budget; later
@@ -33,11 +33,7 @@ impl Graph {
             let weights = match &g.weights {
                 Some(w) => {
                     let raw = std::fs::read(w).map_err(|e| Error::io(w, "cannot read", e))?;
-                    Some(
-                        raw.chunks_exact(8)
-                            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                            .collect(),
-                    )
+                    Some(store::weights::verify_all(w, &g.index, p, &raw)?)
                 }
                 None => None,
             };
