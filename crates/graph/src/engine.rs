@@ -205,6 +205,8 @@ impl Graph {
             }
             grids.push(GridFiles { edges, weights, index, mem: None });
         }
+        let indexes: Vec<&GridIndex> = grids.iter().map(|g| &g.index).collect();
+        store::invariants::check_open(dir, &meta, &ids, (&out_degree, &in_degree), &indexes)?;
         Ok(Graph {
             dir: dir.to_path_buf(),
             meta,

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
+pub mod invariants;
 pub mod weights;
 
 /// The format version this build reads and writes.

@@ -126,3 +126,108 @@ fn a_fifo_in_the_store_is_an_error_not_a_hang() {
         assert!(err.contains(name), "{err}");
     }
 }
+
+/// Replaces `store/name` with `bytes` and recomputes every checksum that covers it: the
+/// file's entry in `meta.json` and `meta.json`'s own CRC-32 (store contract rule 3), as a
+/// careful hand edit would.
+fn rewrite(store: &Path, name: &str, bytes: &[u8]) {
+    std::fs::write(store.join(name), bytes).unwrap();
+    let meta = store.join("meta.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    v["files"][name]["len"] = (bytes.len() as u64).into();
+    v["files"][name]["crc32"] = crc32fast::hash(bytes).into();
+    v["meta_crc32"] = "00000000".into();
+    let mut text = serde_json::to_vec_pretty(&v).unwrap();
+    text.push(b'\n');
+    let crc = format!("{:08x}", crc32fast::hash(&text));
+    let text = String::from_utf8(text).unwrap().replace("\"00000000\"", &format!("\"{crc}\""));
+    std::fs::write(&meta, text).unwrap();
+}
+
+fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+fn u32_bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn hand_edits_with_recomputed_checksums_fail_the_structural_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = weighted_store(dir.path());
+    let pr = |s: &Path| {
+        let g = open(s, false)?;
+        sluice_graph::algo::pagerank::pagerank(&g, &PR_OPTS).map(|r| r.ranks)
+    };
+    let truth = pr(&store).unwrap();
+    assert!(sluice_graph::verify(&store).is_ok());
+    let out = u32s(&std::fs::read(store.join("out_degree.bin")).unwrap());
+    let (a, b) = (10usize, 70_000usize); // partitions 0 and 1
+    assert!(out[a] > 0 && out[b] > 0);
+    let case = |tag: &str, edit: &dyn Fn(&Path)| -> String {
+        let copy = dir.path().join(tag);
+        copy_dir(&store, &copy);
+        edit(&copy);
+        match pr(&copy) {
+            Ok(ranks) => panic!(
+                "{tag}: ran ({} ranks differ)",
+                ranks.iter().zip(&truth).filter(|(x, y)| x != y).count()
+            ),
+            Err(e) => e.to_string(),
+        }
+    };
+    // A degree moved between partitions: the sum still matches |E|.
+    let err = case("moved", &|s| {
+        let mut d = out.clone();
+        (d[a], d[b]) = (d[a] + 1, d[b] - 1);
+        rewrite(s, "out_degree.bin", &u32_bytes(&d));
+    });
+    assert!(err.contains("out_degree.bin") || err.contains("fwd.index"), "{err}");
+    // A degree changed: the sum no longer matches.
+    let err = case("sum", &|s| {
+        let mut d = u32s(&std::fs::read(s.join("in_degree.bin")).unwrap());
+        d[a] += 1;
+        rewrite(s, "in_degree.bin", &u32_bytes(&d));
+    });
+    assert!(err.contains("in_degree.bin"), "{err}");
+    // A block boundary moved by one edge, the two blocks' checksums recomputed: edges land in
+    // a block of other partitions.
+    let err = case("boundary", &|s| {
+        let bytes = std::fs::read(s.join("fwd.index")).unwrap();
+        let p = 3usize;
+        let nb = p * p;
+        let mut off: Vec<u64> = bytes[..(nb + 1) * 8]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let mut sums = u32s(&bytes[(nb + 1) * 8..]);
+        let edges = std::fs::read(s.join("fwd.edges")).unwrap();
+        let weights = std::fs::read(s.join("fwd.weights")).unwrap();
+        let blk = (1..nb).find(|&x| off[x] > off[x - 1]).unwrap();
+        off[blk] -= 1;
+        for x in [blk - 1, blk] {
+            let (lo, hi) = (off[x] as usize, off[x + 1] as usize);
+            sums[x] = crc32fast::hash(&edges[lo * 4..hi * 4]);
+            sums[nb + x] = crc32fast::hash(&weights[lo * 8..hi * 8]);
+        }
+        let mut out: Vec<u8> = off.iter().flat_map(|x| x.to_le_bytes()).collect();
+        out.extend(u32_bytes(&sums));
+        rewrite(s, "fwd.index", &out);
+    });
+    assert!(err.contains("fwd.index"), "{err}");
+}
+
+#[test]
+fn verify_counts_every_vertex_degree_from_the_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = weighted_store(dir.path());
+    // Two vertices of partition 0 swap a unit of degree: every sum still holds.
+    let mut d = u32s(&std::fs::read(store.join("out_degree.bin")).unwrap());
+    (d[3], d[4]) = (d[3] + 1, d[4] - 1);
+    rewrite(&store, "out_degree.bin", &u32_bytes(&d));
+    let err = sluice_graph::verify(&store).unwrap_err().to_string();
+    assert!(err.contains("out_degree.bin") && err.contains("dense vertex 3"), "{err}");
+}
+
+const PR_OPTS: sluice_graph::algo::pagerank::PageRankOptions =
+    sluice_graph::algo::pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
