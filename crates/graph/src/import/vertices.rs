@@ -19,8 +19,9 @@ use crate::Error;
 const BITMAP_LIMIT: u64 = 1 << 30;
 
 /// Bytes the import holds per vertex once the vertex set is known: the sorted ids (8), the
-/// out- and in-degree arrays (4 + 4) and the bytes of `ids.bin` built from the ids (8).
-pub(super) const BYTES_PER_VERTEX: u64 = 24;
+/// out- and in-degree arrays (4 + 4), the bytes of `ids.bin` built from the ids (8) and those
+/// of one degree file (4).
+pub(super) const BYTES_PER_VERTEX: u64 = 28;
 
 /// The sorted original ids of every vertex, and the budget they and the arrays built beside
 /// them ([`BYTES_PER_VERTEX`]) hold.
@@ -37,7 +38,7 @@ pub(super) struct VertexIds {
 fn reserve_vertices(budget: &Budget, path: &Path, n: u64) -> Result<Reservation, Error> {
     budget
         .reserve(
-            "holding the vertex arrays (24 bytes a vertex)",
+            "holding the vertex arrays (28 bytes a vertex)",
             n.saturating_mul(BYTES_PER_VERTEX),
         )
         .map_err(|e| Error::Input {
