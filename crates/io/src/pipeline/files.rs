@@ -20,6 +20,21 @@ pub(super) struct OpenFile {
     pub(super) map: Option<sys::Mapping>,
 }
 
+impl OpenFile {
+    /// An error if a read of this file's mapping found the file shrunk (`sys::Mapping::fault`):
+    /// the mapped bytes from that offset were zeros, not the file's (issue 17, defect 9).
+    pub(super) fn check_mapping(&self) -> Result<(), Error> {
+        match self.map.as_ref().and_then(|m| m.fault()) {
+            None => Ok(()),
+            Some(at) => {
+                let now = self.file.metadata().map(|m| m.len()).unwrap_or(at);
+                let expected = self.map.as_ref().map_or(0, |m| m.len() as u64);
+                Err(Error::ShortRead { path: self.path.clone(), offset: now.min(at), expected })
+            }
+        }
+    }
+}
+
 /// Share of a file's planned bytes that must be in the page cache for `auto` to read it
 /// buffered: above one half, most reads are memory copies and O_DIRECT would re-read them from
 /// the disk.
