@@ -40,8 +40,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
+mod dir;
 pub mod invariants;
 pub mod weights;
+
+pub use dir::StoreDir;
 
 /// The format version this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
@@ -188,11 +191,12 @@ pub(crate) fn write_meta(dir: &Path, meta: &mut Meta) -> Result<(), Error> {
 /// Reads and checks `dir/meta.json`: the format name and version first (so another version is
 /// reported as such), then its own checksum.
 pub fn read_meta(dir: &Path) -> Result<Meta, Error> {
-    let path = dir.join("meta.json");
-    let mut bytes = Vec::new();
-    open_regular(&path)?
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(&path, "cannot read store metadata", e))?;
+    StoreDir::open(dir)?.read_meta()
+}
+
+/// Checks the bytes of `meta.json` read from `path` (see [`read_meta`]).
+fn parse_meta(path: &Path, bytes: Vec<u8>) -> Result<Meta, Error> {
+    let path = path.to_path_buf();
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(&path, format!("not valid JSON ({e})")))?;
     if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
@@ -260,27 +264,7 @@ fn check_meta(path: &Path, m: &Meta) -> Result<(), Error> {
 
 /// Reads a whole store file and checks it against its listed length and CRC-32.
 pub(crate) fn read_checked(dir: &Path, meta: &Meta, name: &str) -> Result<Vec<u8>, Error> {
-    let path = dir.join(name);
-    let sum =
-        meta.files.get(name).ok_or_else(|| Error::corrupt(&path, "not listed in meta.json"))?;
-    let mut bytes = Vec::new();
-    open_regular(&path)?
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(&path, "cannot read store file", e))?;
-    if bytes.len() as u64 != sum.len {
-        return Err(Error::corrupt(
-            &path,
-            format!("{} bytes, meta.json says {}", bytes.len(), sum.len),
-        ));
-    }
-    let crc = crc32fast::hash(&bytes);
-    if crc != sum.crc32 {
-        return Err(Error::corrupt(
-            &path,
-            format!("checksum mismatch (stored {:08x}, computed {crc:08x})", sum.crc32),
-        ));
-    }
-    Ok(bytes)
+    StoreDir::open(dir)?.read_checked(meta, name)
 }
 
 /// Opens a store file for reading; anything but a regular file (a FIFO, a device, a
@@ -294,15 +278,20 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, Error> {
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)
         .map_err(|e| Error::io(path, "cannot open", e))?;
+    check_regular(&f, path)?;
+    Ok(f)
+}
+
+/// Errors unless `f` (opened `O_NONBLOCK`) is a regular file; then clears `O_NONBLOCK` (reads
+/// of a regular file ignore it; cleared all the same so the descriptor is what `File::open`
+/// would give).
+fn check_regular(f: &File, path: &Path) -> Result<(), Error> {
     let md = f.metadata().map_err(|e| Error::io(path, "cannot open", e))?;
     if !md.is_file() {
         return Err(Error::corrupt(path, "not a regular file"));
     }
-    // Reads of a regular file ignore O_NONBLOCK; clear it all the same so the descriptor is
-    // what `File::open` would give.
-    rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::empty())
-        .map_err(|e| Error::io(path, "cannot open", std::io::Error::from(e)))?;
-    Ok(f)
+    rustix::fs::fcntl_setfl(f, rustix::fs::OFlags::empty())
+        .map_err(|e| Error::io(path, "cannot open", std::io::Error::from(e)))
 }
 
 /// CRC-32 and length of a whole file, read in 4 MiB pieces.

@@ -14,21 +14,28 @@ use sluice_io::{Budget, PipelineBuilder};
 
 const N: u64 = 140_000; // 3 partitions of 65536: several weight blocks per grid
 
-/// Imports a seeded weighted directed graph; returns the store and the smallest original id.
+/// Imports a seeded weighted directed graph.
 fn weighted_store(dir: &Path) -> PathBuf {
+    scaled_store(dir, "w", 1.0)
+}
+
+/// The graph of [`weighted_store`] with every weight times `scale`, at `dir/<name>.grid`.
+fn scaled_store(dir: &Path, name: &str, scale: f64) -> PathBuf {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     let mut text = String::new();
     for v in 0..N - 1 {
         // A path through every vertex (so every vertex is reached), plus random chords.
-        text.push_str(&format!("{v} {} {}\n", v + 1, rng.gen_range(1..100) as f64 / 8.0));
+        let w = rng.gen_range(1..100) as f64 / 8.0 * scale;
+        text.push_str(&format!("{v} {} {w}\n", v + 1));
     }
     for _ in 0..60_000 {
         let (s, d) = (rng.gen_range(0..N), rng.gen_range(0..N));
-        text.push_str(&format!("{s} {d} {}\n", rng.gen_range(1..100) as f64 / 8.0));
+        let w = rng.gen_range(1..100) as f64 / 8.0 * scale;
+        text.push_str(&format!("{s} {d} {w}\n"));
     }
-    let input = dir.join("w.txt");
+    let input = dir.join(format!("{name}.txt"));
     std::fs::write(&input, text).unwrap();
-    let store = dir.join("w.grid");
+    let store = dir.join(format!("{name}.grid"));
     let mut o = ImportOptions::new(Format::Snap);
     o.directed = Some(true);
     import(&[input], &store, &o, &pipeline(), &Budget::unlimited()).unwrap();
@@ -231,3 +238,33 @@ fn verify_counts_every_vertex_degree_from_the_edges() {
 
 const PR_OPTS: sluice_graph::algo::pagerank::PageRankOptions =
     sluice_graph::algo::pagerank::PageRankOptions { iterations: 5, damping: 0.85, tolerance: None };
+
+#[test]
+fn an_open_graph_reads_one_version_of_a_store_replaced_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = scaled_store(dir.path(), "a", 1.0);
+    let b = scaled_store(dir.path(), "b", 2.0);
+    let truth_a = sssp(&open(&a, false).unwrap(), 0).unwrap();
+    let truth_b = sssp(&open(&b, false).unwrap(), 0).unwrap();
+    assert_ne!(truth_a, truth_b);
+    for in_memory in [false, true] {
+        let live = dir.path().join("live.grid");
+        copy_dir(&a, &live);
+        let mut g = Graph::open(&live, pipeline(), Budget::unlimited()).unwrap();
+        // Replaced as `import --force` does: the new store built beside, the old renamed
+        // aside, the new renamed in, the old deleted.
+        let (new, old) = (dir.path().join("live.new"), dir.path().join("live.old"));
+        copy_dir(&b, &new);
+        std::fs::rename(&live, &old).unwrap();
+        std::fs::rename(&new, &live).unwrap();
+        std::fs::remove_dir_all(&old).unwrap();
+        if in_memory {
+            g.load_edges().unwrap();
+        }
+        let got = sssp(&g, 0).unwrap_or_else(|e| panic!("in_memory={in_memory}: {e}"));
+        assert!(got == truth_a, "in_memory={in_memory}: not the version opened");
+        drop(g);
+        assert!(sssp(&open(&live, in_memory).unwrap(), 0).unwrap() == truth_b);
+        std::fs::remove_dir_all(&live).unwrap();
+    }
+}

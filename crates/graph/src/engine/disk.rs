@@ -157,7 +157,7 @@ impl Graph {
     fn layout(&self, active: &VertexSet, grids: &[usize], weighted: bool) -> Result<Layout, Error> {
         let p = self.meta.partitions as usize;
         let mut l = Layout {
-            plan: Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
+            plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
             extents: Vec::new(),
             reads: Vec::new(),
             blocks: Vec::new(),

@@ -19,8 +19,7 @@ impl Graph {
                 bytes += self.meta.num_edges * 8;
             }
             self.reservations.push(self.budget.reserve("edges in memory", bytes)?);
-            let data =
-                std::fs::read(&g.edges).map_err(|e| Error::io(&g.edges, "cannot read", e))?;
+            let data = self.read_held(&g.edges)?;
             let bad = (0..p * p).into_par_iter().find_first(|&b| {
                 let (lo, hi) =
                     (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
@@ -32,7 +31,7 @@ impl Graph {
             }
             let weights = match &g.weights {
                 Some(w) => {
-                    let raw = std::fs::read(w).map_err(|e| Error::io(w, "cannot read", e))?;
+                    let raw = self.read_held(w)?;
                     Some(store::weights::verify_all(w, &g.index, p, &raw)?)
                 }
                 None => None,
