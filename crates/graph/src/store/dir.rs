@@ -5,7 +5,7 @@
 //! # Contract
 //! 1. [`StoreDir::open`] opens the directory itself; every later [`StoreDir::open_file`]
 //!    resolves its name in that directory, whatever the path names by then.
-//! 2. A readers that keeps the `File`s it opened keeps reading that version to the end, even
+//! 2. A reader that keeps the `File`s it opened keeps reading that version to the end, even
 //!    after the directory is renamed aside or deleted (Linux keeps unlinked files readable
 //!    while they are open).
 //! 3. Only regular files are opened, without following a symbolic link and without
