@@ -44,8 +44,9 @@
 //! RAM and each destination partition is a rayon task that applies directly to its slice of
 //! the state — the fast path for graphs that fit.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 use sluice_io::{Budget, Pipeline, Reservation, RunStats};
@@ -138,6 +139,8 @@ pub struct PassStats {
 struct GridFiles {
     edges: PathBuf,
     weights: Option<PathBuf>,
+    /// `edges` and `weights` as opened once by [`Graph::open`] (`store::StoreDir`).
+    held: Vec<(PathBuf, Arc<File>)>,
     index: GridIndex,
     mem: Option<(Vec<u8>, Option<Vec<f64>>)>,
 }
@@ -168,13 +171,15 @@ impl Graph {
                     .into(),
             });
         }
-        let meta = store::read_meta(dir)?;
+        // One version of the store from here to the end (`store::StoreDir`, issue 17 defect 3).
+        let sd = store::StoreDir::open(dir)?;
+        let meta = sd.read_meta()?;
         let n = meta.num_vertices as usize;
         let p = meta.partitions;
         let mut reservations = vec![budget.reserve("vertex ids and degrees", n as u64 * 16)?];
-        let ids = store::u64s(&store::read_checked(dir, &meta, "ids.bin")?);
-        let out_degree = store::u32s(&store::read_checked(dir, &meta, "out_degree.bin")?);
-        let in_degree = store::u32s(&store::read_checked(dir, &meta, "in_degree.bin")?);
+        let ids = store::u64s(&sd.read_checked(&meta, "ids.bin")?);
+        let out_degree = store::u32s(&sd.read_checked(&meta, "out_degree.bin")?);
+        let in_degree = store::u32s(&sd.read_checked(&meta, "in_degree.bin")?);
         if ids.len() != n || out_degree.len() != n || in_degree.len() != n {
             return Err(Error::corrupt(dir, "vertex arrays do not have |V| entries"));
         }
@@ -192,20 +197,24 @@ impl Graph {
             let grid_edges = listed.map_or(meta.num_edges, |len| len / EDGE_BYTES);
             let index = GridIndex::from_bytes(
                 &dir.join(&iname),
-                &store::read_checked(dir, &meta, &iname)?,
+                &sd.read_checked(&meta, &iname)?,
                 p,
                 grid_edges,
+                meta.weighted,
             )?;
             let edges = dir.join(format!("{name}.edges"));
             let want = grid_edges * EDGE_BYTES;
-            let len =
-                std::fs::metadata(&edges).map_err(|e| Error::io(&edges, "cannot open", e))?.len();
+            let ef = Arc::new(sd.open_file(&format!("{name}.edges"))?);
+            let len = ef.metadata().map_err(|e| Error::io(&edges, "cannot open", e))?.len();
+            let mut held = vec![(edges.clone(), ef)];
             if len != want || listed != Some(want) {
                 return Err(Error::corrupt(&edges, format!("{len} bytes, expected {want}")));
             }
             let weights = meta.weighted.then(|| dir.join(format!("{name}.weights")));
             if let Some(w) = &weights {
-                let len = std::fs::metadata(w).map_err(|e| Error::io(w, "cannot open", e))?.len();
+                let wf = Arc::new(sd.open_file(&format!("{name}.weights"))?);
+                let len = wf.metadata().map_err(|e| Error::io(w, "cannot open", e))?.len();
+                held.push((w.clone(), wf));
                 if len != grid_edges * 8 {
                     return Err(Error::corrupt(
                         w,
@@ -213,8 +222,10 @@ impl Graph {
                     ));
                 }
             }
-            grids.push(GridFiles { edges, weights, index, mem: None });
+            grids.push(GridFiles { edges, weights, held, index, mem: None });
         }
+        let indexes: Vec<&GridIndex> = grids.iter().map(|g| &g.index).collect();
+        store::invariants::check_open(dir, &meta, &ids, (&out_degree, &in_degree), &indexes)?;
         Ok(Graph {
             dir: dir.to_path_buf(),
             meta,
@@ -227,6 +238,26 @@ impl Graph {
             reservations,
             stats: Mutex::new(PassStats::default()),
         })
+    }
+
+    /// A plan that reads the store files opened by [`Graph::open`], never their paths again.
+    fn new_plan(&self, layout: sluice_io::RecordLayout) -> sluice_io::Plan {
+        let mut plan = sluice_io::Plan::new(layout);
+        for (path, file) in self.grids.iter().flat_map(|g| &g.held) {
+            plan.hold(path.clone(), Arc::clone(file));
+        }
+        plan
+    }
+
+    /// The whole of store file `path` as opened by [`Graph::open`].
+    fn read_held(&self, path: &Path) -> Result<Vec<u8>, Error> {
+        use std::os::unix::fs::FileExt;
+        let held = self.grids.iter().flat_map(|g| &g.held).find(|(p, _)| p == path);
+        let (_, f) = held.ok_or_else(|| Error::corrupt(path, "not a file of this store"))?;
+        let len = f.metadata().map_err(|e| Error::io(path, "cannot read", e))?.len();
+        let mut bytes = vec![0u8; len as usize];
+        f.read_exact_at(&mut bytes, 0).map_err(|e| Error::io(path, "cannot read", e))?;
+        Ok(bytes)
     }
 
     /// The store's metadata.

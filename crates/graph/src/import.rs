@@ -181,7 +181,8 @@ pub fn import(
     let scratch_dir = scratch.as_ref().map_or(stage.path(), |s| s.path()).to_path_buf();
 
     // Pass 1: vertices.
-    let ids = vertices::collect_vertices(&source, pipeline)?;
+    let vertices::VertexIds { ids, reservation: _vertex_arrays } =
+        vertices::collect_vertices(&source, pipeline, budget, &scratch_dir)?;
     let n = ids.len() as u64;
     if n == 0 {
         return Err(Error::Input {
@@ -203,7 +204,7 @@ pub fn import(
     }
 
     // Pass 2: bucketing.
-    let lookup = Lookup::new(ids);
+    let lookup = Lookup::new(ids, budget);
     let groups = p.min(128);
     let cols_per_group = p.div_ceil(groups);
     let groups = p.div_ceil(cols_per_group);

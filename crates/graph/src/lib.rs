@@ -39,9 +39,12 @@
 //! partition               partitioned stores: one part (a grid store) per rank
 //! output                  per-vertex results: LDBC text, .npy, top K; reading vector files
 //! store                   the grid store's on-disk layout: meta.json, indexes, checksums
+//!   dir                   StoreDir: one version of a store, opened once (files by descriptor)
+//!   invariants            structural checks on open (degrees vs blocks, mirrored grids)
+//!   weights               per-block CRC-32s of the weight files
 //! summary                 figures of results computed once: component sizes, reach, top K
 //! validate                LDBC output validation and per-vertex value files
-//! verify                  checking every file and block checksum of a store
+//! verify                  checking every file and block checksum and every degree of a store
 //! ```
 //!
 //! ```

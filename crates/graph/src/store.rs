@@ -8,7 +8,7 @@
 //! | `meta.json` | format name and version, \|V\|, \|E\|, P, partition size, flags, the length and CRC-32 of every other file, and its own CRC-32 (`meta_crc32`, see rule 3) |
 //! | `ids.bin` | original id of each dense id, `u64` LE; strictly increasing (dense order = original order) |
 //! | `out_degree.bin`, `in_degree.bin` | `u32` LE per vertex, counted over the stored edges |
-//! | `fwd.index` | `(P²+1)` `u64` LE edge offsets, then `P²` `u32` LE block CRC-32s |
+//! | `fwd.index` | `(P²+1)` `u64` LE edge offsets, then `P²` `u32` LE block CRC-32s, then (weighted graphs) `P²` `u32` LE CRC-32s of the blocks' weights ([`weights`]) |
 //! | `fwd.edges` | every stored edge s→d, 4 bytes: `s − start(sp)` then `d − start(dp)`, each `u16` LE |
 //! | `fwd.weights` | weighted graphs only: one `f64` LE per edge, in the order of `fwd.edges` |
 //! | `rev.index`, `rev.edges`, `rev.weights` | directed graphs only: the same for the transposed graph (every edge d→s) |
@@ -23,7 +23,8 @@
 //!    edges are sorted by `(d, s)`.
 //! 3. Every file has its CRC-32 in `meta.json`; `meta.json` carries its own CRC-32, computed
 //!    over the file's bytes with the eight hex digits of `meta_crc32` replaced by `0`s. Every
-//!    block also has its own CRC-32 in the index, checked whenever the block is read.
+//!    block also has its own CRC-32 in the index, checked whenever the block is read, and so
+//!    do its weights ([`weights`]).
 //! 4. Undirected graphs store both directions of every edge (a self loop once); directed
 //!    graphs store the transposed grid too (`rev.*`) so passes can follow in-edges and
 //!    out-edges. Duplicate edges and self loops are kept unless the import used `--simple`.
@@ -38,6 +39,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+
+mod dir;
+pub mod invariants;
+pub mod weights;
+
+pub use dir::StoreDir;
 
 /// The format version this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
@@ -184,9 +191,12 @@ pub(crate) fn write_meta(dir: &Path, meta: &mut Meta) -> Result<(), Error> {
 /// Reads and checks `dir/meta.json`: the format name and version first (so another version is
 /// reported as such), then its own checksum.
 pub fn read_meta(dir: &Path) -> Result<Meta, Error> {
-    let path = dir.join("meta.json");
-    let bytes =
-        std::fs::read(&path).map_err(|e| Error::io(&path, "cannot read store metadata", e))?;
+    StoreDir::open(dir)?.read_meta()
+}
+
+/// Checks the bytes of `meta.json` read from `path` (see [`read_meta`]).
+fn parse_meta(path: &Path, bytes: Vec<u8>) -> Result<Meta, Error> {
+    let path = path.to_path_buf();
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(&path, format!("not valid JSON ({e})")))?;
     if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
@@ -254,32 +264,39 @@ fn check_meta(path: &Path, m: &Meta) -> Result<(), Error> {
 
 /// Reads a whole store file and checks it against its listed length and CRC-32.
 pub(crate) fn read_checked(dir: &Path, meta: &Meta, name: &str) -> Result<Vec<u8>, Error> {
-    let path = dir.join(name);
-    let sum =
-        meta.files.get(name).ok_or_else(|| Error::corrupt(&path, "not listed in meta.json"))?;
-    let mut bytes = Vec::new();
-    File::open(&path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| Error::io(&path, "cannot read store file", e))?;
-    if bytes.len() as u64 != sum.len {
-        return Err(Error::corrupt(
-            &path,
-            format!("{} bytes, meta.json says {}", bytes.len(), sum.len),
-        ));
+    StoreDir::open(dir)?.read_checked(meta, name)
+}
+
+/// Opens a store file for reading; anything but a regular file (a FIFO, a device, a
+/// directory) is an error, found without blocking: the file is opened `O_NONBLOCK` (opening a
+/// FIFO for reading would wait for a writer; issue 17, "`graph verify` hangs on a FIFO") and
+/// its type checked on the open descriptor.
+pub(crate) fn open_regular(path: &Path) -> Result<File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| Error::io(path, "cannot open", e))?;
+    check_regular(&f, path)?;
+    Ok(f)
+}
+
+/// Errors unless `f` (opened `O_NONBLOCK`) is a regular file; then clears `O_NONBLOCK` (reads
+/// of a regular file ignore it; cleared all the same so the descriptor is what `File::open`
+/// would give).
+fn check_regular(f: &File, path: &Path) -> Result<(), Error> {
+    let md = f.metadata().map_err(|e| Error::io(path, "cannot open", e))?;
+    if !md.is_file() {
+        return Err(Error::corrupt(path, "not a regular file"));
     }
-    let crc = crc32fast::hash(&bytes);
-    if crc != sum.crc32 {
-        return Err(Error::corrupt(
-            &path,
-            format!("checksum mismatch (stored {:08x}, computed {crc:08x})", sum.crc32),
-        ));
-    }
-    Ok(bytes)
+    rustix::fs::fcntl_setfl(f, rustix::fs::OFlags::empty())
+        .map_err(|e| Error::io(path, "cannot open", std::io::Error::from(e)))
 }
 
 /// CRC-32 and length of a whole file, read in 4 MiB pieces.
 pub(crate) fn file_sum(path: &Path) -> Result<FileSum, Error> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let mut f = open_regular(path)?;
     let mut h = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 4 << 20];
     let mut len = 0u64;
@@ -301,6 +318,9 @@ pub struct GridIndex {
     pub offsets: Vec<u64>,
     /// `P²` block CRC-32s (of the block's bytes in `*.edges`).
     pub crcs: Vec<u32>,
+    /// `P²` block CRC-32s of the block's bytes in `*.weights` (weighted grids; empty
+    /// otherwise), see [`weights`].
+    pub weight_crcs: Vec<u32>,
 }
 
 impl GridIndex {
@@ -309,7 +329,7 @@ impl GridIndex {
         for o in &self.offsets {
             out.extend_from_slice(&o.to_le_bytes());
         }
-        for c in &self.crcs {
+        for c in self.crcs.iter().chain(&self.weight_crcs) {
             out.extend_from_slice(&c.to_le_bytes());
         }
         out
@@ -320,23 +340,30 @@ impl GridIndex {
         bytes: &[u8],
         p: u64,
         edges: u64,
+        weighted: bool,
     ) -> Result<GridIndex, Error> {
         let blocks = (p * p) as usize;
-        if bytes.len() != (blocks + 1) * 8 + blocks * 4 {
-            return Err(Error::corrupt(path, "index has the wrong length"));
+        let sums = if weighted { 2 } else { 1 };
+        if bytes.len() != (blocks + 1) * 8 + blocks * 4 * sums {
+            let why = match weighted && bytes.len() == (blocks + 1) * 8 + blocks * 4 {
+                true => {
+                    "index has no weight checksums (written before weights were checksummed: re-import the graph)"
+                }
+                false => "index has the wrong length",
+            };
+            return Err(Error::corrupt(path, why));
         }
         let (o, c) = bytes.split_at((blocks + 1) * 8);
-        let offsets: Vec<u64> =
-            o.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect();
-        let crcs =
-            c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect();
+        let offsets: Vec<u64> = u64s(o);
+        let (c, w) = c.split_at(blocks * 4);
+        let (crcs, weight_crcs) = (u32s(c), u32s(w));
         if offsets[0] != 0 || offsets[blocks] != edges || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(Error::corrupt(
                 path,
                 "index offsets are not monotone or do not end at |E|",
             ));
         }
-        Ok(GridIndex { offsets, crcs })
+        Ok(GridIndex { offsets, crcs, weight_crcs })
     }
 
     /// Edges in block `b`.

@@ -1,11 +1,11 @@
 //! `sluice graph verify`: checks a whole store.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
 use crate::Error;
-use crate::store::{self, EDGE_BYTES, GridIndex};
+use crate::store::weights::{self, WEIGHT_BYTES};
+use crate::store::{self, EDGE_BYTES, GridIndex, invariants};
 
 /// What [`verify`] checked.
 #[derive(Debug, Clone)]
@@ -21,8 +21,9 @@ pub struct VerifyReport {
 }
 
 /// Checks `meta.json` (its own checksum and version), the length and CRC-32 of every file, every
-/// block's CRC-32, that every stored id lies inside its partition, that ids are strictly
-/// increasing and that degrees add up to |E|. The first fault is the error.
+/// block's CRC-32 (edges and weights), that every stored id lies inside its partition, that ids are strictly
+/// increasing, the structural invariants of `store::invariants` (both rules: every vertex's
+/// degrees are counted from the edges). The first fault is the error.
 pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
     let meta = store::read_meta(dir)?;
     let mut report = VerifyReport { files: 0, blocks: 0, edges: 0, bytes: 0 };
@@ -48,13 +49,15 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
     if ids.len() as u64 != meta.num_vertices || ids.windows(2).any(|w| w[0] >= w[1]) {
         return Err(Error::corrupt(dir.join("ids.bin"), "not |V| strictly increasing ids"));
     }
-    for name in ["out_degree.bin", "in_degree.bin"] {
-        let d = store::u32s(&store::read_checked(dir, &meta, name)?);
-        let total: u64 = d.iter().map(|&x| x as u64).sum();
-        if d.len() as u64 != meta.num_vertices || total != meta.num_edges {
-            return Err(Error::corrupt(dir.join(name), "degrees do not add up to |E|"));
-        }
+    let out_deg = store::u32s(&store::read_checked(dir, &meta, "out_degree.bin")?);
+    let in_deg = store::u32s(&store::read_checked(dir, &meta, "in_degree.bin")?);
+    let n = meta.num_vertices as usize;
+    if out_deg.len() != n || in_deg.len() != n {
+        return Err(Error::corrupt(dir, "vertex arrays do not have |V| entries"));
     }
+    // Degrees counted from the forward grid's edges (invariants rule 2).
+    let (mut out_count, mut in_count) = (vec![0u32; n], vec![0u32; n]);
+    let mut indexes = Vec::new();
     let p = meta.partitions;
     let grids: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
     for g in grids {
@@ -64,10 +67,14 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
             &store::read_checked(dir, &meta, &iname)?,
             p,
             meta.num_edges,
+            meta.weighted,
         )?;
+        indexes.push(index.clone());
         let epath = dir.join(format!("{g}.edges"));
-        let mut f = File::open(&epath).map_err(|e| Error::io(&epath, "cannot open", e))?;
-        let mut buf = Vec::new();
+        let mut f = store::open_regular(&epath)?;
+        let wpath = dir.join(format!("{g}.weights"));
+        let mut wf = if meta.weighted { Some(store::open_regular(&wpath)?) } else { None };
+        let (mut buf, mut wbuf) = (Vec::new(), Vec::new());
         for b in 0..(p * p) as usize {
             let (sp, dp) = ((b as u64) % p, (b as u64) / p);
             let len = (index.block_edges(b) * EDGE_BYTES) as usize;
@@ -93,10 +100,26 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
                     ));
                 }
                 prev = (d, s);
+                if *g == "fwd" {
+                    let (s, d) = (
+                        (sp * meta.partition_size) as usize + s as usize,
+                        (dp * meta.partition_size) as usize + d as usize,
+                    );
+                    out_count[s] = out_count[s].saturating_add(1);
+                    in_count[d] = in_count[d].saturating_add(1);
+                }
+            }
+            if let Some(wf) = wf.as_mut() {
+                wbuf.resize((index.block_edges(b) * WEIGHT_BYTES) as usize, 0);
+                wf.read_exact(&mut wbuf).map_err(|e| Error::io(&wpath, "read failed", e))?;
+                weights::verify_block(&wpath, &index, p as usize, b, &wbuf)?;
             }
             report.blocks += 1;
             report.edges += index.block_edges(b);
         }
     }
+    let refs: Vec<&GridIndex> = indexes.iter().collect();
+    invariants::check_open(dir, &meta, &ids, (&out_deg, &in_deg), &refs)?;
+    invariants::check_degrees(dir, (&out_deg, &in_deg), (&out_count, &in_count))?;
     Ok(report)
 }

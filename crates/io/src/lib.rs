@@ -54,6 +54,7 @@
 //! pool.rs *            BufPool: the fixed pool of 4096-aligned buffers
 //! uring.rs *           Ring: io_uring reads into pool buffers, fenced by ownership
 //! sys.rs *             cachestat/mincore residency, O_DIRECT opens, file mappings, page dropping
+//! sigbus.rs *          SIGBUS on a mapping of a file that shrank: zeros, flagged, an error
 //! queue.rs             the closable blocking queue between I/O threads and workers
 //! memory.rs            Budget and Reservation: the process memory budget
 //! stats.rs             RunStats: the figures of a run, and merging them
@@ -75,6 +76,7 @@ mod plan;
 mod pool;
 mod queue;
 mod resident;
+mod sigbus;
 mod stats;
 mod stitch;
 mod sys;

@@ -12,6 +12,7 @@
 use std::fs::File;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::Error;
 
@@ -40,12 +41,27 @@ pub struct Extent {
 pub struct Plan {
     extents: Vec<Extent>,
     layout: RecordLayout,
+    /// Files already open, by the path extents name them with ([`Plan::hold`]).
+    held: Vec<(PathBuf, Arc<File>)>,
 }
 
 impl Plan {
     /// An empty plan.
     pub fn new(layout: RecordLayout) -> Plan {
-        Plan { extents: Vec::new(), layout }
+        Plan { extents: Vec::new(), layout, held: Vec::new() }
+    }
+
+    /// Reads of `path` in this plan go to `file`, already open, instead of opening `path`
+    /// again: a reader that opened a set of files once sees that one version of them even
+    /// when they are replaced by rename meanwhile (issue 17, defect 3). Call before pushing
+    /// extents of `path`; errors still name `path`.
+    pub fn hold(&mut self, path: impl Into<PathBuf>, file: Arc<File>) {
+        self.held.push((path.into(), file));
+    }
+
+    /// The open file held for `path`, if any.
+    pub fn held(&self, path: &Path) -> Option<&Arc<File>> {
+        self.held.iter().find(|(p, _)| p == path).map(|(_, f)| f)
     }
 
     /// A plan over one whole file.
@@ -58,7 +74,7 @@ impl Plan {
     /// Appends a whole file. Errors if it cannot be opened or is not a regular file.
     pub fn push_file(&mut self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        let len = file_len(path)?;
+        let len = file_len(path, self.held(path))?;
         self.extents.push(Extent { path: path.to_path_buf(), offset: 0, len });
         Ok(())
     }
@@ -71,7 +87,7 @@ impl Plan {
         len: u64,
     ) -> Result<(), Error> {
         let path = path.as_ref();
-        let file_len = file_len(path)?;
+        let file_len = file_len(path, self.held(path))?;
         if offset.checked_add(len).is_none_or(|end| end > file_len) {
             return Err(Error::ExtentPastEnd { path: path.to_path_buf(), offset, len, file_len });
         }
@@ -95,9 +111,16 @@ impl Plan {
     }
 }
 
-fn file_len(path: &Path) -> Result<u64, Error> {
-    let file =
-        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+fn file_len(path: &Path, held: Option<&Arc<File>>) -> Result<u64, Error> {
+    let opened;
+    let file = match held {
+        Some(f) => &**f,
+        None => {
+            opened = File::open(path)
+                .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+            &opened
+        }
+    };
     let meta =
         file.metadata().map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     if !meta.is_file() {

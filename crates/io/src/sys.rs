@@ -8,8 +8,10 @@
 //! 2. [`open_direct`] opens read-only with `O_DIRECT`; the error is the kernel's (`EINVAL` where
 //!    the file system refuses direct I/O, e.g. tmpfs).
 //! 3. A [`Mapping`] is a read-only shared mapping of a whole file, unmapped on drop. Its bytes
-//!    are the page cache's: no copy. The file must not be truncated while it is mapped (a read
-//!    of a page past the new end raises `SIGBUS`, as for every mmap reader, ripgrep included);
+//!    are the page cache's: no copy. A file truncated while it is mapped makes a read of a page
+//!    past the new end raise `SIGBUS`: the range is registered with `sigbus.rs`, whose handler
+//!    turns those pages into zeros and records the offset ([`Mapping::fault`]), which the
+//!    reader checks after every mapped read and reports as an error (issue 17, defect 9);
 //!    the pipeline maps only files it reads mostly from the page cache, and
 //!    `SLUICE_NO_MMAP=1` turns mapping off. [`Mapping::release`] drops the pages of finished
 //!    granules (resident.rs) from the resident set, so a mapped scan's RSS stays within
@@ -122,6 +124,8 @@ fn mincore(file: &File, offset: u64, len: u64) -> Option<u64> {
 pub(crate) struct Mapping {
     addr: *mut u8,
     len: usize,
+    /// The range registered for SIGBUS recovery (`sigbus.rs`); `None` only when `len == 0`.
+    guard: Option<crate::sigbus::Guard>,
 }
 
 // SAFETY: the mapping is read-only and owned by this value; sharing `&[u8]` views of it across
@@ -136,7 +140,7 @@ impl Mapping {
     pub(crate) fn new(file: &File, len: u64) -> std::io::Result<Mapping> {
         let len = usize::try_from(len).map_err(std::io::Error::other)?;
         if len == 0 {
-            return Ok(Mapping { addr: std::ptr::null_mut(), len: 0 });
+            return Ok(Mapping { addr: std::ptr::null_mut(), len: 0, guard: None });
         }
         // SAFETY: a fresh read-only shared mapping of an open file; the kernel picks the address.
         let addr = unsafe {
@@ -152,7 +156,18 @@ impl Mapping {
         if addr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Mapping { addr: addr.cast(), len })
+        let Some(guard) = crate::sigbus::register(addr as usize, len) else {
+            // SAFETY: unmapping exactly the mapping made above; nothing refers into it.
+            unsafe { libc::munmap(addr, len) };
+            return Err(std::io::Error::other("no SIGBUS recovery slot left"));
+        };
+        Ok(Mapping { addr: addr.cast(), len, guard: Some(guard) })
+    }
+
+    /// The lowest offset a read of the mapping faulted at because the file had shrunk (its
+    /// pages from there on now read as zeros: `sigbus.rs`, rule 2), if one did.
+    pub(crate) fn fault(&self) -> Option<u64> {
+        self.guard.as_ref().and_then(|g| g.fault())
     }
 
     /// Bytes mapped.
@@ -167,7 +182,8 @@ impl Mapping {
         }
         // SAFETY: `addr` is the start of a live `len`-byte readable mapping owned by `self`
         // (unmapped only in `Drop`). Nothing in this process writes the file while it is
-        // mapped, and rule 3 (no truncation during the run) keeps every page readable.
+        // mapped; a page past the end of a file truncated meanwhile reads as zeros after the
+        // SIGBUS handler replaced it (rule 3), and the reader checks `fault` before using them.
         unsafe { std::slice::from_raw_parts(self.addr, self.len) }
     }
 }
@@ -214,6 +230,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // Unregister before unmapping (`sigbus.rs`, rule 4).
+        drop(self.guard.take());
         if self.len > 0 {
             // SAFETY: unmapping exactly the mapping made in `new`; `&self` borrows of its bytes
             // have ended, since `drop` has `&mut self`.

@@ -31,7 +31,7 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
-use sluice_io::{Block, BlockKernel, Plan, RecordLayout, Reservation};
+use sluice_io::{Block, BlockKernel, RecordLayout, Reservation};
 
 use super::{Graph, VertexId, block_error, decode};
 use crate::Error;
@@ -423,7 +423,7 @@ impl Graph {
             }
         } else if !pieces.is_empty() {
             let mut plan =
-                Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
+                self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
             for x in &pieces {
                 plan.push_extent(&self.grids[x.grid].edges, x.first_edge * EDGE_BYTES, x.len)?;
             }

@@ -160,7 +160,7 @@ impl Graph {
     fn layout(&self, active: &VertexSet, grids: &[usize], weighted: bool) -> Result<Layout, Error> {
         let p = self.meta.partitions as usize;
         let mut l = Layout {
-            plan: Plan::new(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
+            plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
             extents: Vec::new(),
             reads: Vec::new(),
             blocks: Vec::new(),
@@ -290,6 +290,10 @@ impl Graph {
                             if read.0 != part.ext && reading.0 == part.ext {
                                 read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
                                 reading.0 = usize::MAX;
+                                if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
+                                    failure = Some(e);
+                                    return;
+                                }
                             }
                             for x in pieces {
                                 let lo = (x.first * WEIGHT_BYTES) as usize;
@@ -416,6 +420,24 @@ fn apply_columns<K: EdgeKernel>(
         if let Ok(mut c) = counts.lock() {
             c[dp] += changed;
         }
+    }
+}
+
+impl Graph {
+    /// Checks a run's weights block by block before any is used (`store::weights`, rule 2).
+    fn verify_weights(&self, layout: &Layout, ext: usize, run: &[u8]) -> Result<(), Error> {
+        let e = &layout.extents[ext];
+        let g = &self.grids[e.grid];
+        let path = g.weights.as_deref().unwrap_or(&self.dir);
+        let blocks = e.blocks.iter().map(|&bi| &layout.blocks[bi]);
+        let blocks = blocks.map(|br| (br.block, br.start..br.end));
+        crate::store::weights::verify_run(
+            path,
+            &g.index,
+            self.meta.partitions as usize,
+            run,
+            blocks,
+        )
     }
 }
 

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{EdgeKernel, Graph, Pass, VertexId, VertexSet, block_error, decode, gather_edge};
 use crate::Error;
-use crate::store::EDGE_BYTES;
+use crate::store::{self, EDGE_BYTES};
 
 impl Graph {
     /// Loads every block into memory (checking each block's CRC-32), within the budget; later
@@ -19,8 +19,7 @@ impl Graph {
                 bytes += self.meta.num_edges * 8;
             }
             self.reservations.push(self.budget.reserve("edges in memory", bytes)?);
-            let data =
-                std::fs::read(&g.edges).map_err(|e| Error::io(&g.edges, "cannot read", e))?;
+            let data = self.read_held(&g.edges)?;
             let bad = (0..p * p).into_par_iter().find_first(|&b| {
                 let (lo, hi) =
                     (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
@@ -32,12 +31,8 @@ impl Graph {
             }
             let weights = match &g.weights {
                 Some(w) => {
-                    let raw = std::fs::read(w).map_err(|e| Error::io(w, "cannot read", e))?;
-                    Some(
-                        raw.chunks_exact(8)
-                            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                            .collect(),
-                    )
+                    let raw = self.read_held(w)?;
+                    Some(store::weights::verify_all(w, &g.index, p, &raw)?)
                 }
                 None => None,
             };

@@ -50,7 +50,11 @@ pub(super) fn write_grid(
     let psize = meta.partition_size;
     let weighted = meta.weighted;
     let nblocks = (p * p) as usize;
-    let mut index = GridIndex { offsets: vec![0; nblocks + 1], crcs: vec![0; nblocks] };
+    let mut index = GridIndex {
+        offsets: vec![0; nblocks + 1],
+        crcs: vec![0; nblocks],
+        weight_crcs: vec![store::weights::block_sum(&[]); if weighted { nblocks } else { 0 }],
+    };
     let epath = dir.join(format!("{grid}.edges"));
     let wpath = dir.join(format!("{grid}.weights"));
     let mut ew = SumWriter::create(&epath)?;
@@ -109,6 +113,7 @@ pub(super) fn write_grid(
             block_counts[b] = len as u64;
             ew.write(&ebuf)?;
             if let Some(ww) = ww.as_mut() {
+                index.weight_crcs[b] = store::weights::block_sum(&wbuf);
                 ww.write(&wbuf)?;
             }
             written += len as u64;

@@ -330,6 +330,11 @@ fn describe_mtx(
     if n > id_max {
         return Err(bad(line_no, &format!("{n} rows do not fit {id_bytes}-byte ids")));
     }
+    // Every vertex of `1..=n` is stored: a size no store can hold is refused here, before
+    // anything is allocated for it (issue 17, defect 11).
+    if let Err(e) = crate::store::layout_for(n) {
+        return Err(bad(line_no, &format!("a {}x{} matrix is too large: {e}", size.0, size.1)));
+    }
     Ok(Source {
         files: vec![EdgeFile {
             path: path.to_path_buf(),

@@ -1,31 +1,89 @@
 //! Pass 1: the vertex set, as sorted original ids (rule 1: the dense id of a vertex is its
 //! rank), and the original-to-dense [`Lookup`] of pass 2.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
 use rayon::prelude::*;
-use sluice_io::Pipeline;
+use sluice_io::{Budget, Pipeline, Reservation};
 
 use super::describe::{Source, Vertices};
 use super::parse::{RawEdges, parse_u64, trim_cr};
 use super::read::for_each_chunk;
 use crate::Error;
 
-/// Ids below this are collected in a bitmap (at most 128 MiB).
+/// Ids below this may be collected in a bitmap (at most 128 MiB).
 const BITMAP_LIMIT: u64 = 1 << 30;
 
-/// The distinct ids seen in edges: a bitmap while every id is below [`BITMAP_LIMIT`], else a
-/// sorted run that pending ids are merged into.
-#[derive(Debug, Default)]
-struct IdCollector {
-    bitmap: Vec<u64>,
-    sorted: Vec<u64>,
-    pending: Vec<u64>,
-    use_sorted: bool,
+/// Bytes the import holds per vertex once the vertex set is known: the sorted ids (8), the
+/// out- and in-degree arrays (4 + 4), the bytes of `ids.bin` built from the ids (8) and those
+/// of one degree file (4).
+pub(super) const BYTES_PER_VERTEX: u64 = 28;
+
+/// The sorted original ids of every vertex, and the budget they and the arrays built beside
+/// them ([`BYTES_PER_VERTEX`]) hold.
+#[derive(Debug)]
+pub(super) struct VertexIds {
+    /// Sorted, distinct.
+    pub(super) ids: Vec<u64>,
+    /// Held while the import runs.
+    pub(super) reservation: Reservation,
 }
 
-impl IdCollector {
-    fn add(&mut self, ids: &[u64]) {
+/// Reserves the vertex arrays of `n` vertices before any is allocated (issue 17, defects 10
+/// and 11): an error names `path`, the vertex count and the memory.
+fn reserve_vertices(budget: &Budget, path: &Path, n: u64) -> Result<Reservation, Error> {
+    budget
+        .reserve(
+            "holding the vertex arrays (28 bytes a vertex)",
+            n.saturating_mul(BYTES_PER_VERTEX),
+        )
+        .map_err(|e| Error::Input {
+            path: path.to_path_buf(),
+            msg: format!("{n} vertices do not fit: {e}"),
+        })
+}
+
+/// The distinct ids seen in edges, within `cap` bytes of memory: a bitmap while every id is
+/// below [`BITMAP_LIMIT`] and the bitmap fits the cap, else pending ids that are sorted and
+/// written to a run file in `scratch` whenever they fill the cap (an external sort; runs
+/// are merged by [`IdCollector::finish`]).
+#[derive(Debug)]
+struct IdCollector<'a> {
+    cap: u64,
+    scratch: &'a Path,
+    bitmap: Vec<u64>,
+    pending: Vec<u64>,
+    use_sorted: bool,
+    runs: Vec<(PathBuf, u64)>,
+}
+
+impl<'a> IdCollector<'a> {
+    fn new(cap: u64, scratch: &'a Path) -> IdCollector<'a> {
+        let cap = cap.max(1 << 10);
+        IdCollector {
+            cap,
+            scratch,
+            bitmap: Vec::new(),
+            pending: Vec::new(),
+            use_sorted: false,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Pending ids held before a spill: a vector grows by doubling, so half the cap.
+    fn pending_limit(&self) -> usize {
+        (self.cap / 16).max(64) as usize
+    }
+
+    fn add(&mut self, ids: &[u64]) -> Result<(), Error> {
         if !self.use_sorted {
-            if ids.iter().all(|&v| v < BITMAP_LIMIT) {
+            let max = ids.iter().copied().max().unwrap_or(0);
+            let words = (max / 64 + 1).next_power_of_two();
+            if max < BITMAP_LIMIT && words.max(self.bitmap.len() as u64) * 8 <= self.cap {
                 for &v in ids {
                     let w = (v / 64) as usize;
                     if w >= self.bitmap.len() {
@@ -33,69 +91,153 @@ impl IdCollector {
                     }
                     self.bitmap[w] |= 1 << (v % 64);
                 }
-                return;
+                return Ok(());
             }
             self.use_sorted = true;
-            let from_bitmap = bitmap_ids(&self.bitmap);
-            self.bitmap = Vec::new();
-            self.sorted = from_bitmap;
-        }
-        self.pending.extend_from_slice(ids);
-        if self.pending.len() > (1 << 24).max(self.sorted.len() / 2) {
-            self.merge();
-        }
-    }
-    fn merge(&mut self) {
-        let mut p = std::mem::take(&mut self.pending);
-        p.par_sort_unstable();
-        p.dedup();
-        let mut out = Vec::with_capacity(self.sorted.len() + p.len());
-        let (mut i, mut j) = (0, 0);
-        let a = &self.sorted;
-        while i < a.len() || j < p.len() {
-            let v = if j == p.len() || (i < a.len() && a[i] <= p[j]) {
-                i += 1;
-                a[i - 1]
-            } else {
-                j += 1;
-                p[j - 1]
-            };
-            if out.last() != Some(&v) {
-                out.push(v);
+            let bitmap = std::mem::take(&mut self.bitmap);
+            for (w, &bits) in bitmap.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    self.push(w as u64 * 64 + b.trailing_zeros() as u64)?;
+                    b &= b - 1;
+                }
             }
         }
-        self.sorted = out;
-    }
-    fn finish(mut self) -> Vec<u64> {
-        if self.use_sorted {
-            self.merge();
-            self.sorted
-        } else {
-            bitmap_ids(&self.bitmap)
+        for &v in ids {
+            self.push(v)?;
         }
+        Ok(())
+    }
+
+    fn push(&mut self, v: u64) -> Result<(), Error> {
+        if self.pending.len() >= self.pending_limit() {
+            self.pending.par_sort_unstable();
+            self.pending.dedup();
+            // Dedup may free enough room; spill only a run that is still over half the limit.
+            if self.pending.len() >= self.pending_limit() / 2 {
+                self.spill()?;
+            }
+        }
+        self.pending.push(v);
+        Ok(())
+    }
+
+    /// Writes the sorted, distinct pending ids as one run file.
+    fn spill(&mut self) -> Result<(), Error> {
+        let path = self.scratch.join(format!("vertex-run-{}.bin", self.runs.len()));
+        let f =
+            File::create(&path).map_err(|e| Error::io(&path, "cannot create scratch file", e))?;
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        for v in &self.pending {
+            w.write_all(&v.to_le_bytes()).map_err(|e| Error::io(&path, "write failed", e))?;
+        }
+        w.flush().map_err(|e| Error::io(&path, "write failed", e))?;
+        self.runs.push((path, self.pending.len() as u64));
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// The sorted distinct ids, with the vertex arrays reserved before they are built.
+    fn finish(mut self, budget: &Budget, path: &Path) -> Result<VertexIds, Error> {
+        if !self.use_sorted {
+            let n = self.bitmap.iter().map(|w| w.count_ones() as u64).sum();
+            let reservation = reserve_vertices(budget, path, n)?;
+            let mut ids = Vec::with_capacity(n as usize);
+            for (w, &bits) in self.bitmap.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    ids.push(w as u64 * 64 + b.trailing_zeros() as u64);
+                    b &= b - 1;
+                }
+            }
+            return Ok(VertexIds { ids, reservation });
+        }
+        self.pending.par_sort_unstable();
+        self.pending.dedup();
+        if self.runs.is_empty() {
+            let n = self.pending.len() as u64;
+            let reservation = reserve_vertices(budget, path, n)?;
+            return Ok(VertexIds { ids: std::mem::take(&mut self.pending), reservation });
+        }
+        self.spill()?;
+        self.pending = Vec::new();
+        let merged = self.scratch.join("vertex-ids.bin");
+        let n = merge_runs(&self.runs, &merged)?;
+        let reservation = reserve_vertices(budget, path, n)?;
+        let bytes = std::fs::read(&merged)
+            .map_err(|e| Error::io(&merged, "cannot read scratch file", e))?;
+        let _ = std::fs::remove_file(&merged); // best effort: the scratch directory goes anyway
+        let ids = crate::store::u64s(&bytes);
+        Ok(VertexIds { ids, reservation })
     }
 }
 
-/// The set bits of `bitmap`, ascending.
-fn bitmap_ids(bitmap: &[u64]) -> Vec<u64> {
-    let mut out = Vec::new();
-    for (w, &bits) in bitmap.iter().enumerate() {
-        let mut b = bits;
-        while b != 0 {
-            out.push(w as u64 * 64 + b.trailing_zeros() as u64);
-            b &= b - 1;
+/// Merges sorted runs of distinct ids into one sorted distinct file (deleting each run);
+/// returns the ids written. Memory: 64 KiB per run.
+fn merge_runs(runs: &[(PathBuf, u64)], out: &Path) -> Result<u64, Error> {
+    let mut readers = Vec::with_capacity(runs.len());
+    for (path, _) in runs {
+        let f = File::open(path).map_err(|e| Error::io(path, "cannot open scratch file", e))?;
+        readers.push((BufReader::with_capacity(1 << 16, f), path));
+    }
+    let next = |r: &mut (BufReader<File>, &PathBuf)| -> Result<Option<u64>, Error> {
+        let mut b = [0u8; 8];
+        match r.0.read_exact(&mut b) {
+            Ok(()) => Ok(Some(u64::from_le_bytes(b))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(Error::io(r.1, "read failed", e)),
+        }
+    };
+    let mut heap = BinaryHeap::new();
+    for (i, r) in readers.iter_mut().enumerate() {
+        if let Some(v) = next(r)? {
+            heap.push(Reverse((v, i)));
         }
     }
-    out
+    let f = File::create(out).map_err(|e| Error::io(out, "cannot create scratch file", e))?;
+    let mut w = BufWriter::with_capacity(1 << 16, f);
+    let (mut last, mut n) = (None, 0u64);
+    while let Some(Reverse((v, i))) = heap.pop() {
+        if last != Some(v) {
+            w.write_all(&v.to_le_bytes()).map_err(|e| Error::io(out, "write failed", e))?;
+            last = Some(v);
+            n += 1;
+        }
+        if let Some(v) = next(&mut readers[i])? {
+            heap.push(Reverse((v, i)));
+        }
+    }
+    w.flush().map_err(|e| Error::io(out, "write failed", e))?;
+    for (path, _) in runs {
+        let _ = std::fs::remove_file(path); // best effort, as above
+    }
+    Ok(n)
 }
 
-/// The sorted original ids of every vertex.
-pub(super) fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<Vec<u64>, Error> {
+/// The sorted original ids of every vertex. Sizes read from the input (a Matrix Market
+/// dimension, a vertex file) are reserved from `budget` before anything is allocated; ids
+/// collected from edges spill to `scratch` when they outgrow a quarter of the budget left.
+pub(super) fn collect_vertices(
+    source: &Source,
+    pipeline: &Pipeline,
+    budget: &Budget,
+    scratch: &Path,
+) -> Result<VertexIds, Error> {
+    let first = source.files.first().map_or(scratch, |f| f.path.as_path());
     match &source.vertices {
-        Vertices::Range(n) => Ok((1..=*n).collect()),
+        Vertices::Range(n) => {
+            let reservation = reserve_vertices(budget, first, *n)?;
+            Ok(VertexIds { ids: (1..=*n).collect(), reservation })
+        }
         Vertices::List(path) => {
+            let len = std::fs::metadata(path)
+                .map_err(|e| Error::io(path, "cannot read vertex file", e))?
+                .len();
+            let _text_res = budget.reserve("the vertex file", len)?;
             let text =
                 std::fs::read(path).map_err(|e| Error::io(path, "cannot read vertex file", e))?;
+            let lines = memchr::memchr_iter(b'\n', &text).count() as u64 + 1;
+            let reservation = reserve_vertices(budget, path, lines)?;
             let mut ids = Vec::new();
             for (i, line) in text.split(|&b| b == b'\n').enumerate() {
                 let line = trim_cr(line);
@@ -124,10 +266,12 @@ pub(super) fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<V
                     msg: format!("vertex {} is listed twice", w[0]),
                 });
             }
-            Ok(ids)
+            Ok(VertexIds { ids, reservation })
         }
         Vertices::FromEdges => {
-            let mut c = IdCollector::default();
+            let cap = budget.available() / 4;
+            let _cap_res = budget.reserve("collecting vertex ids", cap)?;
+            let mut c = IdCollector::new(cap, scratch);
             let per_chunk = |raw: RawEdges| -> Result<Vec<u64>, (usize, String)> {
                 let mut v = raw.src;
                 v.extend_from_slice(&raw.dst);
@@ -135,8 +279,17 @@ pub(super) fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<V
                 v.dedup();
                 Ok(v)
             };
-            for_each_chunk(source, pipeline, &per_chunk, &mut |ids: Vec<u64>| c.add(&ids))?;
-            Ok(c.finish())
+            let mut failed = None;
+            for_each_chunk(source, pipeline, &per_chunk, &mut |ids: Vec<u64>| {
+                if failed.is_none() {
+                    failed = c.add(&ids).err();
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            drop(_cap_res);
+            c.finish(budget, first)
         }
     }
 }
@@ -145,21 +298,24 @@ pub(super) fn collect_vertices(source: &Source, pipeline: &Pipeline) -> Result<V
 #[derive(Debug)]
 pub(super) struct Lookup {
     ids: Vec<u64>,
-    table: Option<Vec<u32>>,
+    table: Option<(Vec<u32>, Reservation)>,
 }
 
 impl Lookup {
-    /// The lookup of `ids`, which are sorted and distinct.
-    pub(super) fn new(ids: Vec<u64>) -> Lookup {
+    /// The lookup of `ids`, which are sorted and distinct: a direct table when ids are dense
+    /// enough (at most 4 slots per vertex + 1 Mi) and the table fits `budget`, else a binary
+    /// search of `ids`.
+    pub(super) fn new(ids: Vec<u64>, budget: &Budget) -> Lookup {
         let max = ids.last().copied().unwrap_or(0);
         let n = ids.len() as u64;
-        // A direct table when ids are dense enough (at most 4 slots per vertex + 1 Mi).
-        let table = (max < u32::MAX as u64 && max < 4 * n + (1 << 20)).then(|| {
+        let dense = max < u32::MAX as u64 && max < 4 * n + (1 << 20);
+        let res = dense.then(|| budget.reserve("the id lookup table", (max + 1) * 4).ok());
+        let table = res.flatten().map(|r| {
             let mut t = vec![u32::MAX; max as usize + 1];
             for (i, &v) in ids.iter().enumerate() {
                 t[v as usize] = i as u32;
             }
-            t
+            (t, r)
         });
         Lookup { ids, table }
     }
@@ -168,7 +324,7 @@ impl Lookup {
     #[inline]
     pub(super) fn get(&self, v: u64) -> Option<u32> {
         match &self.table {
-            Some(t) => t.get(v as usize).copied().filter(|&d| d != u32::MAX),
+            Some((t, _)) => t.get(v as usize).copied().filter(|&d| d != u32::MAX),
             None => self.ids.binary_search(&v).ok().map(|i| i as u32),
         }
     }
@@ -192,16 +348,39 @@ mod tests {
     }
 
     #[test]
-    fn id_collector_gives_sorted_distinct_ids_in_bitmap_and_sorted_modes() {
+    fn id_collector_gives_sorted_distinct_ids_in_bitmap_sorted_and_spilled_modes() {
         let small = vec![vec![5, 3, 5, 64, 0], vec![63, 3, 1000]];
         let big = vec![vec![5, 3, 64], vec![BITMAP_LIMIT + 7, 3, 1 << 40], vec![9, BITMAP_LIMIT]];
-        for batches in [small, big] {
-            let mut c = IdCollector::default();
-            for b in &batches {
-                c.add(b);
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        let random: Vec<Vec<u64>> = (0..40)
+            .map(|_| (0..500).map(|_| rng.gen_range(0..30_000u64) * 977).collect())
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        // Caps: everything in memory; a bitmap too big for the cap; runs of about 64 ids
+        // spilled to disk and merged (the external sort of issue 17, defect 10).
+        for cap in [1 << 30, 1 << 10] {
+            for batches in [&small, &big, &random] {
+                let mut c = IdCollector::new(cap, dir.path());
+                for b in batches.iter() {
+                    c.add(b).unwrap();
+                }
+                let spilled = !c.runs.is_empty();
+                let got = c.finish(&Budget::unlimited(), dir.path()).unwrap();
+                assert_eq!(got.ids, naive(batches), "cap {cap}");
+                assert_eq!(got.reservation.bytes(), got.ids.len() as u64 * BYTES_PER_VERTEX);
+                assert_eq!(spilled, cap == 1 << 10 && batches.len() == 40, "cap {cap}");
             }
-            assert_eq!(c.finish(), naive(&batches));
         }
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "run files left: {left:?}");
+    }
+
+    #[test]
+    fn a_vertex_count_over_the_budget_is_refused_before_allocation() {
+        let budget = Budget::new(64 << 20).unwrap();
+        let err = reserve_vertices(&budget, Path::new("g.mtx"), 1 << 28).unwrap_err().to_string();
+        assert!(err.contains("g.mtx") && err.contains("268435456 vertices"), "{err}");
     }
 
     #[test]
@@ -209,7 +388,7 @@ mod tests {
         let dense: Vec<u64> = vec![2, 3, 10, 11];
         let sparse: Vec<u64> = vec![2, 1 << 33, (1 << 33) + 1];
         for ids in [dense, sparse] {
-            let l = Lookup::new(ids.clone());
+            let l = Lookup::new(ids.clone(), &Budget::unlimited());
             for (rank, &v) in ids.iter().enumerate() {
                 assert_eq!(l.get(v), Some(rank as u32));
             }

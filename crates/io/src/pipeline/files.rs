@@ -2,6 +2,7 @@
 //! through a memory mapping (contract rule 7 of `pipeline.rs`).
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,6 +19,21 @@ pub(super) struct OpenFile {
     /// Set for a file read from the page cache through a mapping (IOC engine, `auto`, mostly
     /// cached): its blocks are slices of the mapping, read and copied by nobody.
     pub(super) map: Option<sys::Mapping>,
+}
+
+impl OpenFile {
+    /// An error if a read of this file's mapping found the file shrunk (`sys::Mapping::fault`):
+    /// the mapped bytes from that offset were zeros, not the file's (issue 17, defect 9).
+    pub(super) fn check_mapping(&self) -> Result<(), Error> {
+        match self.map.as_ref().and_then(|m| m.fault()) {
+            None => Ok(()),
+            Some(at) => {
+                let now = self.file.metadata().map(|m| m.len()).unwrap_or(at);
+                let expected = self.map.as_ref().map_or(0, |m| m.len() as u64);
+                Err(Error::ShortRead { path: self.path.clone(), offset: now.min(at), expected })
+            }
+        }
+    }
 }
 
 /// Share of a file's planned bytes that must be in the page cache for `auto` to read it
@@ -45,7 +61,11 @@ pub(super) fn open_files(
         }
         let path = extent.path.clone();
         let open_err = |source| Error::Open { path: path.clone(), source };
-        let file = File::open(&path).map_err(open_err)?;
+        let held = plan.held(&path);
+        let file = match held {
+            Some(f) => f.try_clone().map_err(open_err)?,
+            None => File::open(&path).map_err(open_err)?,
+        };
         let meta = file.metadata().map_err(open_err)?;
         if !meta.is_file() {
             return Err(Error::NotAFile { path });
@@ -77,7 +97,10 @@ pub(super) fn open_files(
             (DirectMode::Auto, None) => (true, "page-cache residency unknown".to_string()),
         };
         let (file, direct, mut reason) = if want_direct {
-            match sys::open_direct(&path) {
+            // A held file is reopened through its descriptor: the same file, whatever its
+            // path names now (`Plan::hold`).
+            let by = held.map(|f| PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())));
+            match sys::open_direct(by.as_deref().unwrap_or(&path)) {
                 Ok(f) => (f, true, why),
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     (file, false, format!("{why}; the file system refuses O_DIRECT (EINVAL)"))

@@ -136,6 +136,8 @@ fn worker_thread<K: BlockKernel>(
             let t0 = shared.now_ns();
             let data = shared.data(&chunk, buf.as_ref());
             let result = shared.compute_read(&chunk, data, &mut outbox, &mut out);
+            // A mapped read of a file that shrank saw zeros (sys.rs rule 3): an error.
+            let result = result.and_then(|a| shared.files[chunk.file].check_mapping().map(|()| a));
             match (buf.take(), &shared.files[chunk.file].map) {
                 // Keep the resident set within the budget: pages leave it a granule at a time,
                 // once every block in the granule is done (resident.rs).
