@@ -233,6 +233,7 @@ pub fn import(
         partition_size: psize,
         source_format: source.format_name.into(),
         files: Default::default(),
+        part: None,
         meta_crc32: String::new(),
     };
     let mut out_deg = vec![0u32; n as usize];

@@ -122,6 +122,7 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
             &bytes,
             meta.partitions,
             meta.num_edges,
+            meta.weighted,
         )?);
     }
     let col_edges: Vec<u64> = (0..p)
@@ -152,6 +153,11 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
                 crcs: (0..p * p)
                     .map(|b| if (b0..b1).contains(&b) { ix.crcs[b] } else { crc32fast::hash(&[]) })
                     .collect(),
+                weight_crcs: (0..ix.weight_crcs.len())
+                    .map(|b| {
+                        if (b0..b1).contains(&b) { ix.weight_crcs[b] } else { crc32fast::hash(&[]) }
+                    })
+                    .collect(),
             };
             let iname = format!("{name}.index");
             m.files.insert(iname.clone(), store::write_file(&dir.join(&iname), &part.to_bytes())?);
@@ -166,6 +172,7 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
             most = most.max(e1 - e0);
         }
         m.num_edges = most;
+        m.part = Some(store::PartOf { columns: [lo, hi], graph_edges: meta.num_edges });
         store::write_meta(&dir, &mut m)?;
         part_meta.push(store::file_sum(&dir.join("meta.json"))?);
     }

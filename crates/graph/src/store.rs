@@ -66,6 +66,16 @@ pub struct FileSum {
     pub crc32: u32,
 }
 
+/// What a part of a partitioned store holds of the whole graph.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PartOf {
+    /// The destination partitions (grid columns) `[lo, hi)` whose blocks the part holds, in
+    /// each grid; every other block is empty.
+    pub columns: [u64; 2],
+    /// |E| of the whole graph (the forward grid's edges), which the degrees add up to.
+    pub graph_edges: u64,
+}
+
 /// Contents of `meta.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
@@ -95,6 +105,10 @@ pub struct Meta {
     pub source_format: String,
     /// Every other file: name → length and CRC-32.
     pub files: BTreeMap<String, FileSum>,
+    /// Set in one rank's part of a partitioned store ([`crate::partition`]): the part holds the
+    /// whole graph's vertex arrays but only the blocks of its column stripe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartOf>,
     /// CRC-32 of this file (contract rule 3), 8 lowercase hex digits.
     pub meta_crc32: String,
 }

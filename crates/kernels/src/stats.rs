@@ -81,8 +81,8 @@ use crate::Error;
 
 pub use array::{ArrayInfo, open_array};
 pub use config::{DEFAULT_BINS, StatsConfig};
-pub use kernel::{BlockStats, CHUNK, StatsFold, StatsKernel, StatsNode};
 pub(crate) use kernel::figures;
+pub use kernel::{BlockStats, CHUNK, StatsFold, StatsKernel, StatsNode};
 pub use report::{Figures, Histogram, Number, StatsReport};
 
 /// Computes the statistics of the array in `path` in one pass of `pipeline` (rules 1–8),
