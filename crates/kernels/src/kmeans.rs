@@ -3,8 +3,8 @@
 //!
 //! The input is a `.npy` array of shape `(n, d)` in C order (or 1-d with `dims`), or a raw
 //! file with a dtype and `dims`. The pass reads the data as `Fixed(d × itemsize)` records; each
-//! block yields a [`BlockPartial`] (sums, counts, inertia, farthest records), folded in stream
-//! order. The semantics follow scikit-learn's `KMeans(algorithm="lloyd")`
+//! block yields a [`BlockPartial`] (sums, counts, inertia, farthest records), combined in a
+//! tree over the blocks (rule 7). The semantics follow scikit-learn's `KMeans(algorithm="lloyd")`
 //! (`sklearn/cluster/_kmeans.py`, `_k_means_lloyd.pyx`, version 1.x); differences are named.
 //!
 //! # Contract
@@ -42,8 +42,10 @@
 //!    and no labels are asked for, one assignment pass against the final centres gives the
 //!    labels, counts and inertia reported (scikit-learn's final E-step); so `labels` and
 //!    `centres` always agree.
-//! 7. Determinism: partials are folded in stream order, so results are the same bits whatever
-//!    the number of workers, the engine, or the order blocks complete in. The block size changes
+//! 7. Determinism: a pass's partials combine in the canonical tree over the pipeline's blocks
+//!    (`dist::tree`, leaves numbered by read, `tree.rs`), so results are the same bits whatever
+//!    the number of workers, the engine, the order blocks complete in, or the number of ranks
+//!    of a distributed run (`dist::kmeans`) reading stripes of the file. The block size changes
 //!    the grouping of the f64 sums (and so their last bits); the CPU changes the rounding of the
 //!    assignment (fused multiply-adds on AVX2+FMA machines, see `simd.rs`).
 //! 8. Memory: the centres, the fold and the per-block partials in flight
