@@ -140,7 +140,7 @@ pub(crate) fn pass(
         next = key + 1;
     };
     let run = if stripe.len > 0 {
-        pipeline.run_ordered(&plan, &kernel, |p| sink(p))?
+        pipeline.run_ordered(&plan, &kernel, &mut sink)?
     } else {
         RunStats::default()
     };
