@@ -231,3 +231,17 @@ def test_kmeans_nan_fails_every_rank_naming_the_file(mpi, tmp_path):
     assert proc.returncode != 0
     assert "x.npy" in proc.stderr and "record 4000" in proc.stderr
     assert not (tmp_path / "l.npy").exists()
+
+
+def test_kmeans_read_error_on_one_rank_fails_every_rank_naming_it(mpi, tmp_path):
+    # Only rank 2 has the injected read error (an MPMD launch): it fails in its first pass,
+    # and the others learn it at that pass's exchange.
+    path = write_npy(tmp_path / "x.npy", blobs(20000, 10, 4, 5))
+    args = ["kmeans", path, "--k", "4", "--max-iter", "5", "--block-size", "64K"]
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", sluice_bin(), *map(str, args), ":",
+           "-np", "1", "env", "SLUICE_INJECT_READ_ERROR=100", sluice_bin(), *map(str, args)]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+    assert time.monotonic() - start < 10 + 5
+    assert proc.returncode != 0
+    assert proc.stderr.count("rank 2") >= 3 and "x.npy" in proc.stderr, proc.stderr
