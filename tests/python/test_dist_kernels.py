@@ -166,3 +166,82 @@ def test_grep_json_and_no_match_under_mpirun(mpi, tmp_path):
     assert got == want
     none = mpirun(3, "grep", "no-such-text", path)
     assert none.returncode == 1 and none.stdout == ""
+
+
+# --- k-means (issue 12 item 2 with issue 13): local assignment and partial sums, one exchange of
+# the k x d sums per iteration in the canonical tree, labels gathered to rank 0. ---
+
+
+def blobs(n, d, k, seed, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-50, 50, (k, d))
+    return (centres[rng.integers(0, k, n)] + rng.normal(0, 4, (n, d))).astype(dtype)
+
+
+def kmeans_fit(proc):
+    report = figures(proc)
+    for it in report["history"]:
+        it.pop("seconds")
+    return report
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_kmeans_equals_one_process_bit_for_bit_and_scikit_learn(mpi, tmp_path, nprocs):
+    # Records of 7 f64 (56 bytes) in 4 KiB blocks: stripes must find read
+    # boundaries that are record boundaries; 5003 records make 86 reads.
+    x = blobs(5003, 7, 6, 2)
+    path = write_npy(tmp_path / "x.npy", x)
+    init = write_npy(tmp_path / "init.npy", x[[0, 100, 200, 300, 400, 500]])
+    flags = ["--k", "6", "--init", init, "--max-iter", "12", "--threshold", "0",
+             "--block-size", "4K", "--json"]
+    want = kmeans_fit(single("kmeans", path, *flags, "--labels", tmp_path / "one.npy",
+                             "-o", tmp_path / "one-c.npy"))
+    got = kmeans_fit(mpirun(nprocs, "kmeans", path, *flags, "--labels", tmp_path / "l.npy",
+                            "-o", tmp_path / "c.npy"))
+    want.pop("labels"), got.pop("labels")
+    assert got == want
+    labels = np.load(tmp_path / "l.npy")
+    assert labels.tobytes() == np.load(tmp_path / "one.npy").tobytes()
+    assert np.load(tmp_path / "c.npy").tobytes() == np.load(tmp_path / "one-c.npy").tobytes()
+    sklearn = pytest.importorskip("sklearn.cluster")
+    ref = sklearn.KMeans(6, init=np.load(init), n_init=1, max_iter=12, tol=0,
+                         algorithm="lloyd").fit(x)
+    np.testing.assert_allclose(np.array(got["centres"]), ref.cluster_centers_, rtol=1e-9)
+    assert (labels == ref.labels_).all()
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_kmeans_plusplus_init_and_f32_agree_across_ranks(mpi, tmp_path, nprocs):
+    x = blobs(6007, 5, 9, 3, np.float32)
+    path = write_npy(tmp_path / "x.npy", x)
+    flags = ["--k", "9", "--seed", "7", "--block-size", "4K", "--json"]
+    want = kmeans_fit(single("kmeans", path, *flags))
+    got = kmeans_fit(mpirun(nprocs, "kmeans", path, *flags))
+    assert got == want and got["init"] == "k-means++" and sum(got["counts"]) == 6007
+
+
+def test_kmeans_nan_fails_every_rank_naming_the_file(mpi, tmp_path):
+    x = blobs(5003, 4, 3, 4)
+    x[4000, 2] = np.nan
+    path = write_npy(tmp_path / "x.npy", x)
+    start = time.monotonic()
+    proc = mpirun(3, "kmeans", path, "--k", "3", "--block-size", "4K",
+                  "--labels", tmp_path / "l.npy")
+    assert time.monotonic() - start < 10 + 5
+    assert proc.returncode != 0
+    assert "x.npy" in proc.stderr and "record 4000" in proc.stderr
+    assert not (tmp_path / "l.npy").exists()
+
+
+def test_kmeans_read_error_on_one_rank_fails_every_rank_naming_it(mpi, tmp_path):
+    # Only rank 2 has the injected read error (an MPMD launch): it fails in its first pass,
+    # and the others learn it at that pass's exchange.
+    path = write_npy(tmp_path / "x.npy", blobs(20000, 10, 4, 5))
+    args = ["kmeans", path, "--k", "4", "--max-iter", "5", "--block-size", "64K"]
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", sluice_bin(), *map(str, args), ":",
+           "-np", "1", "env", "SLUICE_INJECT_READ_ERROR=100", sluice_bin(), *map(str, args)]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+    assert time.monotonic() - start < 10 + 5
+    assert proc.returncode != 0
+    assert proc.stderr.count("rank 2") >= 3 and "x.npy" in proc.stderr, proc.stderr

@@ -1,7 +1,9 @@
 //! `sluice kmeans FILE --k K`: Lloyd's k-means over the records of a typed array, one streaming
 //! pass per iteration. Parses the flags into a [`KmeansConfig`] (hints applied after the flags,
 //! so a hint wins), calls [`sluice_kernels::kmeans::kmeans`], writes the centres and prints a
-//! summary or one JSON object.
+//! summary or one JSON object. Under `mpirun` it runs [`sluice_kernels::dist::kmeans`] on every
+//! rank (`crate::dist`): each reads its stripe, and rank 0 writes and prints the same result,
+//! bit for bit, as one process.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -83,6 +85,18 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give the number of clusters with --k (at least 1)");
     }
     let budget = args.pipeline.budget()?;
+    if crate::dist::launched_ranks().is_some() {
+        // Under mpirun: every rank reads its stripe, rank 0 writes and prints.
+        let pipeline = args.pipeline.builder(&budget)?.build()?;
+        let ranked = crate::dist::run(|ctx| {
+            let report = sluice_kernels::dist::kmeans(ctx, &args.file, &config, &pipeline, &budget);
+            report.map_err(with_flags)
+        })?;
+        if ranked.rank == 0 {
+            print(&ranked.value, args.output.as_deref(), args.json)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     warm_page_cache(&args.pipeline, &args.file, total, budget.total());
     let progress = Progress::start("kmeans", total, true);
@@ -90,12 +104,21 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
     let report = sluice_kernels::kmeans::kmeans(&args.file, &config, &pipeline, &budget)
         .map_err(with_flags)?;
     drop(progress);
-    if let Some(out) = &args.output {
+    print(&report, args.output.as_deref(), args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the centres to `output`, if given, and prints the summary or the JSON object.
+fn print(
+    report: &KmeansReport,
+    output: Option<&std::path::Path>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if let Some(out) = output {
         report.write_centres(out).context("-o")?;
     }
-    let text = if args.json { serde_json::to_string(&report)? + "\n" } else { summary(&report) };
-    crate::common::print(format_args!("{text}"))?;
-    Ok(ExitCode::SUCCESS)
+    let text = if json { serde_json::to_string(report)? + "\n" } else { summary(report) };
+    crate::common::print(format_args!("{text}"))
 }
 
 /// Under `--direct auto`, a file that fits in half the budget is read once through the page

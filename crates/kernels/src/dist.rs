@@ -23,16 +23,20 @@
 //! - [`tree`]: the canonical combine tree over block indices.
 //! - `stats`: [`stats()`] over a [`Dataset`].
 //! - `grep`: [`grep()`] over a shared file; matches listed on rank 0 in file order.
+//! - `kmeans`: [`kmeans()`] over a shared file; the tree fold of each pass's sums, a shared
+//!   init, labels gathered to rank 0.
 //! - `exchange`: outcomes and byte records between processes.
 
 mod exchange;
 mod grep;
+mod kmeans;
 mod stats;
 pub mod tree;
 
 use std::path::PathBuf;
 
 pub use grep::{DistGrepReport, grep};
+pub use kmeans::kmeans;
 pub use stats::stats;
 
 /// Where the data of a distributed run is (placement rule 1).

@@ -3,8 +3,8 @@
 //!
 //! The input is a `.npy` array of shape `(n, d)` in C order (or 1-d with `dims`), or a raw
 //! file with a dtype and `dims`. The pass reads the data as `Fixed(d × itemsize)` records; each
-//! block yields a [`BlockPartial`] (sums, counts, inertia, farthest records), folded in stream
-//! order. The semantics follow scikit-learn's `KMeans(algorithm="lloyd")`
+//! block yields a [`BlockPartial`] (sums, counts, inertia, farthest records), combined in a
+//! tree over the blocks (rule 7). The semantics follow scikit-learn's `KMeans(algorithm="lloyd")`
 //! (`sklearn/cluster/_kmeans.py`, `_k_means_lloyd.pyx`, version 1.x); differences are named.
 //!
 //! # Contract
@@ -42,8 +42,10 @@
 //!    and no labels are asked for, one assignment pass against the final centres gives the
 //!    labels, counts and inertia reported (scikit-learn's final E-step); so `labels` and
 //!    `centres` always agree.
-//! 7. Determinism: partials are folded in stream order, so results are the same bits whatever
-//!    the number of workers, the engine, or the order blocks complete in. The block size changes
+//! 7. Determinism: a pass's partials combine in the canonical tree over the pipeline's blocks
+//!    (`dist::tree`, leaves numbered by read, `tree.rs`), so results are the same bits whatever
+//!    the number of workers, the engine, the order blocks complete in, or the number of ranks
+//!    of a distributed run (`dist::kmeans`) reading stripes of the file. The block size changes
 //!    the grouping of the f64 sums (and so their last bits); the CPU changes the rounding of the
 //!    assignment (fused multiply-adds on AVX2+FMA machines, see `simd.rs`).
 //! 8. Memory: the centres, the fold and the per-block partials in flight
@@ -61,6 +63,7 @@
 //! - `assign`: the hot loop: nearest centres of a tile, and a block's figures (rule 3).
 //! - `simd`: the instruction set chosen at run time (the crate's one `unsafe` module).
 //! - `kernel`: [`KmeansKernel`], [`BlockPartial`], and the fold with the update step (rules 4–5).
+//! - `tree`: a pass's figures in the canonical tree over blocks; stripes for ranks (rule 7).
 //! - `report`: [`KmeansReport`] and [`KmeansError`].
 
 mod assign;
@@ -69,13 +72,14 @@ mod init;
 mod kernel;
 mod report;
 mod simd;
+mod tree;
 
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::Instant;
 
-use sluice_io::{Budget, OutputFile, Pipeline, Plan, RecordLayout, RunStats};
+use sluice_io::{Budget, OutputFile, Pipeline, Reservation, RunStats};
 
 use crate::stats::{ArrayInfo, open_array};
 use crate::{Error, Scalar, StatsConfig};
@@ -86,6 +90,7 @@ pub use kernel::{BlockPartial, KmeansKernel};
 pub use report::{Iteration, KmeansError, KmeansReport, Stop};
 
 use kernel::Fold;
+pub(crate) use tree::{Local, Whole, decode, encode, stripe};
 
 /// The most clusters: labels ride in f32 lanes in the assignment, exact up to 2²⁴.
 pub const MAX_K: usize = 1 << 24;
@@ -94,8 +99,15 @@ pub const MAX_K: usize = 1 << 24;
 #[derive(Debug, Clone)]
 pub(crate) struct Matrix {
     info: ArrayInfo,
-    n: u64,
-    d: usize,
+    pub(crate) n: u64,
+    pub(crate) d: usize,
+}
+
+impl Matrix {
+    /// Bytes per record.
+    pub(crate) fn record_bytes(&self) -> u64 {
+        (self.d * self.info.dtype.itemsize()) as u64
+    }
 }
 
 /// Checks what `path` holds against rule 1 (all but `k` and NaNs).
@@ -149,6 +161,39 @@ pub fn kmeans(
     pipeline: &Pipeline,
     budget: &Budget,
 ) -> Result<KmeansReport, KmeansError> {
+    let (m, _state) = setup(path, config, budget)?;
+    let centres = first_centres(&m, config, budget)?;
+    let stripe = tree::stripe(&m, pipeline.block_size(), 0, 1);
+    let target = config.labels.clone().unwrap_or_default();
+    let write_err = |e| KmeansError::Write { path: target.clone(), source: e };
+    let mut out =
+        config.labels.as_deref().map(OutputFile::create).transpose().map_err(write_err)?;
+    if let Some(o) = out.as_mut() {
+        o.write_all(&sluice_io::npy_header("'<i4'", &[m.n], false)).map_err(write_err)?;
+    }
+    let mut failed = None;
+    let report = fit(&m, config, centres, stripe, pipeline, &mut Alone, |labels| {
+        if let (Some(o), None) = (out.as_mut(), &failed) {
+            let bytes: Vec<u8> = labels.iter().flat_map(|j| j.to_le_bytes()).collect();
+            failed = o.write_all(&bytes).err();
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(write_err(e));
+    }
+    if let Some(o) = out {
+        o.commit().map_err(write_err)?;
+    }
+    Ok(report)
+}
+
+/// Opens and checks the input (rule 1) and reserves the state (rule 8): what every process of
+/// a run does first.
+pub(crate) fn setup(
+    path: &Path,
+    config: &KmeansConfig,
+    budget: &Budget,
+) -> Result<(Matrix, Reservation), KmeansError> {
     config.check()?;
     let m = open_matrix(path, config)?;
     let (k, d) = (config.k, m.d);
@@ -164,22 +209,68 @@ pub fn kmeans(
         return Err(KmeansError::TooFewRecords { path: path.to_path_buf(), n: m.n, k });
     }
     let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get) as u64;
-    let state = (2 + 2 * cores) * k as u64 * (2 * d as u64 + 4) * 8;
-    let _state = budget.reserve("the k-means centres and partials", state)?;
+    // Partials in flight, the fold, and up to 2·64 + 2 tree nodes (`dist::tree` rule 2).
+    let state = (2 + 2 * cores + 130) * k as u64 * (2 * d as u64 + 4) * 8;
+    let state = budget.reserve("the k-means centres and partials", state)?;
+    Ok((m, state))
+}
+
+/// The first centres (rule 2), as values of the data's type.
+pub(crate) fn first_centres(
+    m: &Matrix,
+    config: &KmeansConfig,
+    budget: &Budget,
+) -> Result<Vec<f64>, KmeansError> {
     let scalar = m.info.dtype.scalar;
-    let mut centres = match &config.init {
-        Init::File(p) => init::read_centres(p, k, d, scalar)?,
+    Ok(match &config.init {
+        Init::File(p) => init::read_centres(p, config.k, m.d, scalar)?,
         Init::KMeansPlusPlus => {
-            let c = init::plusplus(&m, k, config.seed, budget)?;
+            let c = init::plusplus(m, config.k, config.seed, budget)?;
             c.into_iter()
                 .map(|x| if scalar == Scalar::F32 { f64::from(x as f32) } else { x })
                 .collect()
         }
-    };
-    let record = NonZeroUsize::new(d * m.info.dtype.itemsize()).expect("d ≥ 1");
-    let mut plan = Plan::new(RecordLayout::Fixed(record));
-    plan.push_extent(path, m.info.data_offset, m.info.data_len())?;
+    })
+}
 
+/// How a pass's figures reach the whole stream's: alone ([`Alone`]), or by an exchange between
+/// the ranks of a distributed run (`dist::kmeans`). Every process of a run calls it once per
+/// pass, with its own outcome; an error on any process is an error on all.
+pub(crate) trait Combiner {
+    fn combine(
+        &mut self,
+        local: Result<Local, KmeansError>,
+        k: usize,
+    ) -> Result<Whole, KmeansError>;
+}
+
+/// One process holding all the data.
+pub(crate) struct Alone;
+
+impl Combiner for Alone {
+    fn combine(
+        &mut self,
+        local: Result<Local, KmeansError>,
+        k: usize,
+    ) -> Result<Whole, KmeansError> {
+        let mut whole = Whole::new(k);
+        whole.add(local?);
+        Ok(whole)
+    }
+}
+
+/// Lloyd's iterations from `centres` over this process's `stripe` (rules 3–7), then the final
+/// assignment, whose labels (this stripe's, in order) go to `labels`.
+pub(crate) fn fit(
+    m: &Matrix,
+    config: &KmeansConfig,
+    mut centres: Vec<f64>,
+    stripe: tree::Stripe,
+    pipeline: &Pipeline,
+    combiner: &mut impl Combiner,
+    labels: impl FnMut(&[i32]),
+) -> Result<KmeansReport, KmeansError> {
+    let (k, d, scalar) = (config.k, m.d, m.info.dtype.scalar);
     let mut run = RunStats::default();
     let mut history = Vec::new();
     let mut tolerance = 0.0;
@@ -187,10 +278,13 @@ pub fn kmeans(
     for i in 0..config.max_iter {
         let start = Instant::now();
         let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false);
-        let mut fold = Fold::new(k, d);
-        run.merge(&pipeline.run_ordered(&plan, &kernel, |mut p| fold.add(&mut p))?);
+        let local = tree::pass(m, stripe, kernel, pipeline, k, |_| {});
+        if let Ok(l) = &local {
+            run.merge(&l.run);
+        }
+        let fold = combiner.combine(local, k)?.finish(k, d);
         if let Some(record) = fold.bad {
-            return Err(non_finite(&m, record));
+            return Err(non_finite(m, record));
         }
         if i == 0 {
             tolerance = config.threshold * mean_variance(&fold, &centres, m.n, d);
@@ -211,44 +305,19 @@ pub fn kmeans(
             break;
         }
     }
-
     // The final assignment (rule 6): labels, counts and inertia against the final centres.
-    let mut out = config.labels.as_deref().map(OutputFile::create).transpose().map_err(|e| {
-        KmeansError::Write { path: config.labels.clone().unwrap_or_default(), source: e }
-    })?;
-    let write_err =
-        |e| KmeansError::Write { path: config.labels.clone().unwrap_or_default(), source: e };
-    if let Some(o) = out.as_mut() {
-        o.write_all(&sluice_io::npy_header("'<i4'", &[m.n], false)).map_err(write_err)?;
-    }
-    // Labels are always collected (4 bytes a record, per block in flight) for the counts.
     let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true);
-    let mut counts = vec![0u64; k];
-    let mut inertia = 0.0;
-    let mut bad = None;
-    let mut failed = None;
-    run.merge(&pipeline.run_ordered(&plan, &kernel, |p| {
-        bad = bad.or(p.bad);
-        inertia += p.inertia;
-        for &j in &p.labels {
-            counts[j as usize] += 1;
-        }
-        if let (Some(o), None) = (out.as_mut(), &failed) {
-            let bytes: Vec<u8> = p.labels.iter().flat_map(|j| j.to_le_bytes()).collect();
-            failed = o.write_all(&bytes).err();
-        }
-    })?);
-    if let Some(record) = bad {
-        return Err(non_finite(&m, record));
+    let local = tree::pass(m, stripe, kernel, pipeline, k, labels);
+    if let Ok(l) = &local {
+        run.merge(&l.run);
     }
-    if let Some(e) = failed {
-        return Err(write_err(e));
+    let fold = combiner.combine(local, k)?.finish(k, d);
+    if let Some(record) = fold.bad {
+        return Err(non_finite(m, record));
     }
-    if let Some(o) = out {
-        o.commit().map_err(write_err)?;
-    }
+    let (counts, inertia) = (fold.counts, fold.inertia);
     let fit = report::Fit { centres, counts, inertia, history, stop, tolerance };
-    Ok(KmeansReport::new(&m, config, fit, run))
+    Ok(KmeansReport::new(m, config, fit, run))
 }
 
 /// The error for a NaN or an infinity in `record` (rule 1).

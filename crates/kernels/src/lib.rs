@@ -64,7 +64,8 @@
 //!   kmeans/init.rs     initial centres: a file, or k-means++ on a seeded sample
 //!   kmeans/assign.rs   the assignment loop (nearest centre by ||c||² − 2x·c)
 //!   kmeans/simd.rs*    the AVX2+FMA version of that loop, chosen at run time
-//!   kmeans/kernel.rs   the block kernel, per-block sums, the file-order fold and update step
+//!   kmeans/kernel.rs   the block kernel, per-block sums, farthest records, the update step
+//!   kmeans/tree.rs     a pass's sums in the canonical block tree; rank stripes (dist too)
 //!   kmeans/report.rs   KmeansReport, the centres file, KmeansError
 //! vren.rs              volume rendering (MIP, front-to-back compositing) to PNG: contract
 //!   vren/config.rs     VrenConfig, from fields or hints

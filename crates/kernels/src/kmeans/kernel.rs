@@ -90,7 +90,7 @@ impl Ord for Kept {
 
 /// The `cap` records farthest from their centres seen so far.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Farthest {
+pub(crate) struct Farthest {
     cap: usize,
     heap: BinaryHeap<Kept>,
 }
@@ -122,7 +122,7 @@ impl Farthest {
         self.push(FarPoint { dist, index, label, coords });
     }
 
-    fn push(&mut self, p: FarPoint) {
+    pub(super) fn push(&mut self, p: FarPoint) {
         if self.heap.len() < self.cap {
             self.heap.push(Kept(p));
         } else if let Some(mut top) = self.heap.peek_mut() {
@@ -141,6 +141,8 @@ impl Farthest {
 /// The figures of one block.
 #[derive(Debug, Clone)]
 pub struct BlockPartial {
+    /// The block's first record (global index).
+    pub(super) first: u64,
     pub(super) records: u64,
     /// Σ x per cluster and feature (`k × d`), in f64.
     pub(super) sums: Vec<f64>,
@@ -187,6 +189,8 @@ pub struct KmeansKernel {
     p32: Prepared<f32>,
     want: Want,
     isa: Isa,
+    /// The global index of the plan's first record.
+    record0: u64,
 }
 
 impl KmeansKernel {
@@ -208,7 +212,14 @@ impl KmeansKernel {
             p32: Prepared::new(centres, d),
             want: Want { update, labels },
             isa: Isa::detect(),
+            record0: 0,
         }
+    }
+
+    /// The same kernel over a plan whose first record is record `record0` of the whole data.
+    pub(super) fn starting_at(mut self, record0: u64) -> KmeansKernel {
+        self.record0 = record0;
+        self
     }
 
     fn record_bytes(&self) -> usize {
@@ -225,7 +236,9 @@ impl KmeansKernel {
         let (k, d) = (self.k, self.d);
         let rec = self.record_bytes();
         let records = block.data.len() / rec;
+        let first = self.record0 + block.stream_offset / rec as u64;
         let mut p = BlockPartial {
+            first,
             records: records as u64,
             sums: if self.want.update { vec![0.0; k * d] } else { Vec::new() },
             counts: if self.want.update { vec![0; k] } else { Vec::new() },
@@ -234,7 +247,6 @@ impl KmeansKernel {
             bad: None,
             labels: Vec::with_capacity(if self.want.labels { records } else { 0 }),
         };
-        let first = block.stream_offset / rec as u64;
         let data = &block.data[..records * rec];
         let (c, w) = (&self.c64, self.want);
         let (p64, p32) = (&self.p64, &self.p32);
@@ -266,10 +278,9 @@ impl BlockKernel for KmeansKernel {
     }
 }
 
-/// A running fold of [`BlockPartial`]s in stream order (rule 6).
+/// The figures of a whole pass, combined (rule 7), ready for the update step.
 #[derive(Debug, Clone)]
-pub(super) struct Fold {
-    pub(super) records: u64,
+pub(crate) struct Fold {
     pub(super) sums: Vec<f64>,
     pub(super) counts: Vec<u64>,
     pub(super) inertia: f64,
@@ -278,33 +289,6 @@ pub(super) struct Fold {
 }
 
 impl Fold {
-    pub(super) fn new(k: usize, d: usize) -> Fold {
-        Fold {
-            records: 0,
-            sums: vec![0.0; k * d],
-            counts: vec![0; k],
-            inertia: 0.0,
-            far: Farthest::new(k),
-            bad: None,
-        }
-    }
-
-    /// Adds the next block's figures (its labels are the caller's).
-    pub(super) fn add(&mut self, p: &mut BlockPartial) {
-        self.records += p.records;
-        if self.bad.is_none() {
-            self.bad = p.bad;
-        }
-        self.inertia += p.inertia;
-        if !p.sums.is_empty() {
-            self.sums.iter_mut().zip(&p.sums).for_each(|(s, x)| *s += x);
-            self.counts.iter_mut().zip(&p.counts).for_each(|(s, x)| *s += x);
-        }
-        for q in std::mem::take(&mut p.far).into_sorted() {
-            self.far.push(q);
-        }
-    }
-
     /// The update step: relocates empty clusters (rule 4), then the new centres (rule 5),
     /// rounded to `scalar`. Returns the centres and how many clusters were relocated.
     pub(super) fn finish(mut self, d: usize, scalar: Scalar) -> (Vec<f64>, usize) {

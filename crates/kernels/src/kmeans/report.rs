@@ -56,6 +56,23 @@ pub enum KmeansError {
         /// What is wrong.
         reason: String,
     },
+    /// This process failed in a distributed run (`dist` rule 3).
+    #[error("rank {rank}")]
+    OnRank {
+        /// This process's rank.
+        rank: usize,
+        /// Its error.
+        #[source]
+        source: Box<KmeansError>,
+    },
+    /// Another process of a distributed run failed (`dist` rule 3).
+    #[error("rank {rank} failed: {message}")]
+    PeerFailed {
+        /// The lowest rank that failed.
+        rank: usize,
+        /// Its error, as it printed it.
+        message: String,
+    },
     /// Writing an output (labels or centres) failed.
     #[error("{path}: cannot write")]
     Write {
