@@ -8,6 +8,8 @@
 //!    ranks of `comm` (MPI initialised by the caller; `comm` valid until `lpf_mpi_finalize`);
 //!    `lpf_mpi_finalize(init)` releases it (NULL: no-op). NULL `init` pointer: `LPF_ERR_FATAL`.
 //! 3. The constructor runs `crate::auto::start` when the library is loaded; no panic escapes.
+//!    A static link gets it when the program refers to `LPF_MPI_AUTO_INITIALIZE` (every
+//!    program that includes `lpf/mpi.h` does; others link with `-Wl,-u,LPF_MPI_AUTO_INITIALIZE`).
 
 use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -15,7 +17,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use sluice_bsp::mpi::rsmpi::ffi::MPI_Comm;
 use sluice_lpf::consts::{ERR_FATAL, LpfCtx, LpfErr, SUCCESS};
 
-// Rule 1: a weak data symbol (stable Rust cannot declare weak linkage).
+// Rule 1: a weak data symbol (stable Rust cannot declare weak linkage). Rule 3: the
+// constructor's `.init_array` entry sits in the same object file, so a static link that pulls
+// the symbol in (`lpf/mpi.h` refers to it) gets the constructor too.
 std::arch::global_asm!(
     ".pushsection .rodata.LPF_MPI_AUTO_INITIALIZE,\"a\",@progbits",
     ".weak LPF_MPI_AUTO_INITIALIZE",
@@ -25,6 +29,11 @@ std::arch::global_asm!(
     "LPF_MPI_AUTO_INITIALIZE:",
     ".long 1",
     ".popsection",
+    ".pushsection .init_array,\"aw\",@init_array",
+    ".balign 8",
+    ".quad {ctor}",
+    ".popsection",
+    ctor = sym constructor,
 );
 
 unsafe extern "C" {
@@ -74,8 +83,3 @@ pub unsafe extern "C" fn lpf_mpi_finalize(init: LpfCtx) -> LpfErr {
 extern "C" fn constructor() {
     let _ = catch_unwind(crate::auto::start);
 }
-
-// Rule 3: run at load time, before `main`.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static CONSTRUCTOR: extern "C" fn() = constructor;

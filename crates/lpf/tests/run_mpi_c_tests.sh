@@ -100,10 +100,12 @@ for np in ${MPI_NPS:-1 2 3 4}; do
     run_case hook_split_np$np  "$np" mpi_hook 0 '^mpi_hook rank=.* ok$' "$np"
     # The LPF paper's Algorithms 1 and 2, one line per process.
     run_case alg12_np$np       "$np" alg12 0 'gerr=0$' "$np" -- 100 10
-    run_case alg12_bad_np$np   "$np" alg12 1 'gerr=1$' "$np" -- 1 10
+    run_case alg12_bad_np$np   "$np" alg12 1 'gerr=1$' "$np" -- 0 10
 done
+# A process that dies mid-section ends the job non-zero (mpirun reports it); nobody hangs.
+run_case die_np3 3 mpi_exec 3 '^mpi_exec main' 0 LPF_TEST_DIE=1 -- 3 100
 # lpf_abort ends the job with LPF's status 6.
-run_case abort_np3 3 abort 6 'returned' 0
+run_case abort_np3 3 abort 6 '^lpf_(abort|exec) returned' 0
 # The same binary without mpirun runs on threads; LPF_ENGINE=pthread under mpirun too (then
 # every rank runs main, each with its own threads).
 run_case exec_threads          0 mpi_exec 0 '^mpi_exec main .* p=3 .* ok$' 1 LPF_MAX_PROCS=3 -- 3 100

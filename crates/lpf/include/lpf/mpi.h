@@ -27,6 +27,12 @@ extern "C" {
 
 extern const int LPF_MPI_AUTO_INITIALIZE;
 
+/* Pulls the library's load-time initialisation into a static link (libsluice_lpf_mpi.a); a
+ * program that does not include this header links with -Wl,-u,LPF_MPI_AUTO_INITIALIZE. */
+#if defined(__GNUC__)
+__attribute__((used)) static const int *const lpf_mpi_auto_initialize_ref_ = &LPF_MPI_AUTO_INITIALIZE;
+#endif
+
 lpf_err_t lpf_mpi_initialize_with_mpicomm( MPI_Comm comm, lpf_init_t * init );
 
 lpf_err_t lpf_mpi_finalize( lpf_init_t init );

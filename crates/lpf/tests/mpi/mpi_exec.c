@@ -4,7 +4,10 @@
  * them to its right neighbour, gets its left neighbour's, and puts one checksum into PID 0's
  * array; every received value is checked against the formula computed locally, and PID 0
  * compares the checksum array with the sum of the formula. main checks p (lpf_probe's and the
- * section's) against EXPECTED_P and that the output reached it, and prints one line. */
+ * section's) against EXPECTED_P and that the output reached it, and prints one line.
+ * With LPF_TEST_DIE=1 in the environment (rank 0's main does not reach the other ranks'
+ * memory, so not an argument), the last process ends its OS process (_exit(3)) in the middle
+ * of the section: the job must end non-zero, no rank hanging. */
 #include <lpf/core.h>
 #include <lpf/mpi.h>
 #include <stdint.h>
@@ -14,6 +17,7 @@
 #include "check.h"
 
 struct out { lpf_pid_t p; uint64_t total; int ok; };
+
 
 static uint64_t word(lpf_pid_t s, size_t i) { return (uint64_t)s * 1000003u + i * 7u + 1u; }
 
@@ -32,6 +36,7 @@ static void spmd(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     if (s != 0) CHECK_RC(lpf_get(ctx, 0, nslot, 0, nslot, 0, sizeof n, LPF_MSG_DEFAULT), LPF_SUCCESS);
     CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_SUCCESS);
     CHECK(n > 0 && n < 1u << 24);
+    if (getenv("LPF_TEST_DIE") != NULL && s == p - 1) { fflush(NULL); _exit(3); }
 
     uint64_t *mine = malloc(n * sizeof *mine), *right = calloc(n, sizeof *right),
              *left = calloc(n, sizeof *left), *sums = calloc(p, sizeof *sums);
