@@ -9,7 +9,9 @@
 //!    `symbols::locate` gives it) and runs the section with every rank of the job; the other
 //!    ranks run it with `spmd` translated (`symbols::resolve`) and NULL/0 args. A rank that
 //!    cannot translate `spmd` fails its process, so the section fails on every rank: no hang.
-//!    `f_symbols` are not translated (LPF translates them by name): they reach PID 0 only.
+//!    `f_symbols` are translated the same way for every process (LPF translates them by name);
+//!    a function in no module of rank 0 makes the exec fail with `LPF_ERR_FATAL` on rank 0
+//!    before anything is sent.
 //! 3. When rank 0 exits (`exit`, or returning from `main`) it broadcasts "stop"; every other
 //!    rank then exits with status 0. If rank 0 dies, `mpirun` ends the job.
 //! 4. `LPF_ENGINE=pthread` (LPF's launcher's name for threads) runs everything on threads,
@@ -69,8 +71,8 @@ pub(crate) fn start() {
     serve();
 }
 
-fn broadcast(cmd: &mut [u64; 4]) {
-    SimpleCommunicator::world().process_at_rank(0).broadcast_into(&mut cmd[..]);
+fn broadcast(words: &mut [u64]) {
+    SimpleCommunicator::world().process_at_rank(0).broadcast_into(words);
 }
 
 /// The root's exec options: every rank of the job.
@@ -82,26 +84,28 @@ fn config() -> ExecConfig {
 /// Rules 1 and 3 on ranks other than 0: run rank 0's execs until it stops.
 fn serve() -> ! {
     loop {
-        let mut cmd = [0u64; 4];
+        let mut cmd = [0u64; 5];
         broadcast(&mut cmd);
         if cmd[0] != EXEC {
             std::process::exit(0);
         }
         let p = cmd[1] as LpfPid;
-        let args = LpfArgs::NONE;
-        let found = symbols::resolve(cmd[2] as usize, cmd[3] as usize);
-        let _ = match found {
-            Some(addr) => {
-                // SAFETY: rank 0 located this address as its SPMD function in the same binary
-                // (rule 2); the same module and offset hold the same function here.
-                let spmd: CSpmd = unsafe { std::mem::transmute::<usize, CSpmd>(addr) };
+        let mut pairs = vec![0u64; 2 * cmd[4] as usize];
+        if !pairs.is_empty() {
+            broadcast(&mut pairs);
+        }
+        let funcs = symbols::decode_funcs(&pairs);
+        let _ = match (symbols::decode_spmd(cmd[2], cmd[3]), &funcs) {
+            (Some(spmd), Some(funcs)) => {
+                let args =
+                    LpfArgs { f_symbols: funcs.as_ptr(), f_size: funcs.len(), ..LpfArgs::NONE };
                 sluice_bsp::exec_with(&config(), p, engine::exec_body(spmd, args), Args::none())
             }
-            None => sluice_bsp::exec_with(
+            _ => sluice_bsp::exec_with(
                 &config(),
                 p,
                 |_: &mut sluice_bsp::Ctx, s, _, _: Args<'_>| {
-                    panic!("rank {s} could not find rank 0's SPMD function in its own binary")
+                    panic!("process {s} could not find rank 0's functions in its own binary")
                 },
                 Args::none(),
             ),
@@ -111,7 +115,7 @@ fn serve() -> ! {
 
 extern "C" fn stop_at_exit() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
-        let _ = std::panic::catch_unwind(|| broadcast(&mut [STOP, 0, 0, 0]));
+        let _ = std::panic::catch_unwind(|| broadcast(&mut [STOP, 0, 0, 0, 0]));
     }
 }
 
@@ -121,8 +125,15 @@ pub(crate) fn root_exec(p: LpfPid, spmd: CSpmd, args: LpfArgs) -> Option<LpfErr>
     if !ACTIVE.load(Ordering::SeqCst) {
         return None;
     }
-    let Some((module, offset)) = symbols::locate(spmd as usize) else { return Some(ERR_FATAL) };
-    broadcast(&mut [EXEC, u64::from(p), module as u64, offset as u64]);
+    let (Some((module, offset)), Some(mut pairs)) =
+        (symbols::encode_spmd(spmd), symbols::encode_funcs(&args))
+    else {
+        return Some(ERR_FATAL);
+    };
+    broadcast(&mut [EXEC, u64::from(p), module, offset, (pairs.len() / 2) as u64]);
+    if !pairs.is_empty() {
+        broadcast(&mut pairs);
+    }
     let body = engine::exec_body(spmd, args);
     Some(engine::code(sluice_bsp::exec_with(&config(), p, body, Args::none())))
 }

@@ -14,7 +14,7 @@
 //!   `sluice bsp bench --backend mpi` (0 without one: measuring is collective, probe is not).
 //!
 //! # Modules
-//! - `auto`: load-time initialisation, the parked ranks, exec from rank 0.
+//! - `auto`*: load-time initialisation, the parked ranks, exec from rank 0.
 //! - [`capi`]*: the `extern "C"` functions of `lpf/mpi.h`, the weak symbol, the constructor.
 //! - `symbols`*: function addresses that mean the same function in every rank.
 //!

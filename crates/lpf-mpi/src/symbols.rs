@@ -8,6 +8,12 @@
 //! 2. [`resolve`] is its inverse in another process that loaded the same modules in the same
 //!    order (one binary under `mpirun`); `None` if there is no such module or the offset lies
 //!    outside its segments. Unlike LPF, which sends symbol names, `static` SPMD functions work.
+//! 3. [`encode_spmd`]/[`decode_spmd`] and [`encode_funcs`]/[`decode_funcs`] apply rules 1 and 2
+//!    to an SPMD function and to `lpf_args_t.f_symbols` (NULL entries stay NULL); decoding
+//!    yields a function only where encoding found one in the same binary.
+
+use sluice_lpf::consts::{LpfArgs, LpfFunc};
+use sluice_lpf::engine::CSpmd;
 
 use std::ffi::c_int;
 
@@ -78,4 +84,54 @@ pub(crate) fn locate(addr: usize) -> Option<(usize, usize)> {
 /// Rule 2.
 pub(crate) fn resolve(index: usize, offset: usize) -> Option<usize> {
     walk(index, offset).map(|(_, base)| base + offset)
+}
+
+/// Marks a NULL entry of `f_symbols`.
+const NULL: u64 = u64::MAX;
+
+/// Rule 3: `(module, offset)` of an SPMD function.
+pub(crate) fn encode_spmd(spmd: CSpmd) -> Option<(u64, u64)> {
+    locate(spmd as usize).map(|(m, o)| (m as u64, o as u64))
+}
+
+/// Rule 3: the SPMD function at `(module, offset)` of this process.
+pub(crate) fn decode_spmd(module: u64, offset: u64) -> Option<CSpmd> {
+    let addr = resolve(usize::try_from(module).ok()?, usize::try_from(offset).ok()?)?;
+    // SAFETY: rank 0 encoded an SPMD function of the same binary (rule 2): the same module and
+    // offset hold that function, with LPF's SPMD signature, in this process.
+    Some(unsafe { std::mem::transmute::<usize, CSpmd>(addr) })
+}
+
+/// Rule 3: `args.f_symbols` as `(module, offset)` pairs; `None` if one is in no module.
+pub(crate) fn encode_funcs(args: &LpfArgs) -> Option<Vec<u64>> {
+    if args.f_symbols.is_null() || args.f_size == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: LPF's contract for lpf_exec: `f_symbols` points at `f_size` function pointers.
+    let funcs = unsafe { std::slice::from_raw_parts(args.f_symbols, args.f_size) };
+    let mut out = Vec::with_capacity(2 * funcs.len());
+    for f in funcs {
+        let (m, o) = match f {
+            None => (NULL, 0),
+            Some(f) => locate(*f as usize).map(|(m, o)| (m as u64, o as u64))?,
+        };
+        out.extend([m, o]);
+    }
+    Some(out)
+}
+
+/// Rule 3: the functions of [`encode_funcs`]'s pairs in this process; `None` if one is missing.
+pub(crate) fn decode_funcs(pairs: &[u64]) -> Option<Vec<LpfFunc>> {
+    pairs
+        .chunks_exact(2)
+        .map(|pair| {
+            if pair[0] == NULL {
+                return Some(None);
+            }
+            let addr = resolve(usize::try_from(pair[0]).ok()?, usize::try_from(pair[1]).ok()?)?;
+            // SAFETY: rank 0 encoded a function of the same binary (rule 2); `lpf_func_t` is
+            // an untyped function pointer that the SPMD function casts back, as in LPF.
+            Some(Some(unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(addr) }))
+        })
+        .collect()
 }

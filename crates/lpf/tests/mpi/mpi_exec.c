@@ -36,6 +36,11 @@ static void spmd(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     if (s != 0) CHECK_RC(lpf_get(ctx, 0, nslot, 0, nslot, 0, sizeof n, LPF_MSG_DEFAULT), LPF_SUCCESS);
     CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_SUCCESS);
     CHECK(n > 0 && n < 1u << 24);
+    /* f_symbols reach every process, translated: a static function and a NULL entry. */
+    CHECK(args.f_size == 2 && args.f_symbols != NULL && args.f_symbols[1] == NULL);
+    uint64_t (*w)(lpf_pid_t, size_t) = 
+        (uint64_t (*)(lpf_pid_t, size_t))(void (*)(void))args.f_symbols[0];
+    CHECK(w(s, 5) == word(s, 5));
     if (getenv("LPF_TEST_DIE") != NULL && s == p - 1) { fflush(NULL); _exit(3); }
 
     uint64_t *mine = malloc(n * sizeof *mine), *right = calloc(n, sizeof *right),
@@ -84,7 +89,8 @@ int main(int argc, char **argv) {
     CHECK_RC(lpf_probe(LPF_ROOT, &m), LPF_SUCCESS);
     CHECK(m.p == want);
     struct out o = { 0, 0, 0 };
-    lpf_args_t args = { &n, sizeof n, &o, sizeof o, NULL, 0 };
+    lpf_func_t funcs[2] = { (lpf_func_t)(void (*)(void))word, NULL };
+    lpf_args_t args = { &n, sizeof n, &o, sizeof o, funcs, 2 };
     CHECK_RC(lpf_exec(LPF_ROOT, LPF_MAX_P, spmd, args), LPF_SUCCESS);
     CHECK(o.p == want && o.ok);
     /* A second exec on fewer processes: the parked ranks serve more than one. */
