@@ -62,6 +62,7 @@ build() { # NAME SOURCE [extra link args...]
 }
 build mpi_exec "$here/mpi/mpi_exec.c" "${LIBS[@]}"
 build mpi_hook "$here/mpi/mpi_hook.c" "${LIBS[@]}"
+build mpi_probe "$here/mpi/mpi_probe.c" "${LIBS[@]}"
 build alg12 "$here/c/algorithms_1_2.c" "${LIBS[@]}"
 build abort "$here/c/abort.c" "${LIBS[@]}"
 build mpi_exec_static "$here/mpi/mpi_exec.c" "$libdir/libsluice_lpf_mpi.a" -lpthread -ldl -lm
@@ -104,6 +105,15 @@ for np in ${MPI_NPS:-1 2 3 4}; do
 done
 # A process that dies mid-section ends the job non-zero (mpirun reports it); nobody hangs.
 run_case die_np3 3 mpi_exec 3 '^mpi_exec main' 0 LPF_TEST_DIE=1 -- 3 100
+# lpf_probe from LPF_ROOT: p is the job's size; g and l come from the MPI backend's table
+# (bsp-probe-mpi.json, written by `sluice bsp bench --backend mpi`), not the threads one; with
+# no table they are 0 (measuring would be a collective), even when measuring is allowed.
+table() { printf '{"version":1,"source":"bench","points":[{"p":%s,"word_bytes":8,"g_s_per_byte":%s,"l_s":%s}]}\n' "$@"; }
+mkdir -p "$work/cache/sluice" "$work/empty"
+table 3 2.5e-9 3.25e-6 >"$work/cache/sluice/bsp-probe-mpi.json"
+table 3 7e-9 9e-6 >"$work/cache/sluice/bsp-probe.json"
+run_case probe_table_np3 3 mpi_probe 0 '^probe p=3 g=2.500000e-09 l=3.250000e-06$' 1 XDG_CACHE_HOME="$work/cache" -- 3
+run_case probe_none_np2  2 mpi_probe 0 '^probe p=2 g=0.000000e\+00 l=0.000000e\+00$' 1 XDG_CACHE_HOME="$work/empty" LPF_MAX_SECONDS_FOR_PROBE=1 -- 2
 # lpf_abort ends the job with LPF's status 6.
 run_case abort_np3 3 abort 6 '^lpf_(abort|exec) returned' 0
 # The same binary without mpirun runs on threads; LPF_ENGINE=pthread under mpirun too (then
