@@ -78,12 +78,13 @@ run_case() {
     [ $# -gt 0 ] && shift
     args=("$@")
     if [ -z "${built[$prog]:-}" ]; then fail "$label" "$prog was not built"; return; fi
-    local out="$work/$label.out" launch=()
+    # Under mpirun the variables reach the ranks only (-x), not mpirun itself (LD_PRELOAD).
+    local out="$work/$label.out" launch=(env "${envs[@]}")
     if [ "$np" -gt 0 ]; then
         launch=(mpirun --oversubscribe -np "$np")
         for e in "${envs[@]}"; do launch+=(-x "$e"); done
     fi
-    env "${envs[@]}" timeout -k 5 "$TIMEOUT" "${launch[@]}" "$work/$prog" "${args[@]}" >"$out" 2>&1
+    timeout -k 5 "$TIMEOUT" "${launch[@]}" "$work/$prog" "${args[@]}" >"$out" 2>&1
     local rc=$?
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "$label" "timed out after ${TIMEOUT}s" "$out"; return; fi
     if [ "$rc" -ne "$want" ]; then fail "$label" "exit status $rc, expected $want" "$out"; return; fi
@@ -121,6 +122,20 @@ run_case abort_np3 3 abort 6 '^lpf_(abort|exec) returned' 0
 run_case exec_threads          0 mpi_exec 0 '^mpi_exec main .* p=3 .* ok$' 1 LPF_MAX_PROCS=3 -- 3 100
 run_case exec_engine_pthread   2 mpi_exec 0 '^mpi_exec main .* p=3 .* ok$' 2 LPF_ENGINE=pthread LPF_MAX_PROCS=3 -- 3 100
 run_case exec_engine_mpimsg    2 mpi_exec 0 '^mpi_exec main .* p=2 .* ok$' 1 LPF_ENGINE=mpimsg -- 2 100
+
+# LPF's engine swap: a program linked against a sequential LPF stub gets this library with
+# LD_PRELOAD under mpirun, and runs on every rank (sum of pids 0..3 = 6; LPF_HAS_ABORT = 2).
+stubdir="$work/stub"
+mkdir -p "$stubdir"
+if cc -std=gnu11 -O1 -Wall -Wextra -Werror -fPIC -shared -I"$include" "$here/stub/lpf_stub.c" \
+        -o "$stubdir/liblpf_stub.so" >"$work/stub.cc" 2>&1 \
+    && cc "${CFLAGS[@]}" "$here/c/dropin.c" -o "$work/dropin" -L"$stubdir" -Wl,-rpath,"$stubdir" \
+        -llpf_stub >>"$work/stub.cc" 2>&1; then
+    built[dropin]=1
+    run_case dropin_preload_np4 4 dropin 0 '^dropin: p=4 sum=6 has_abort=2$' 1 LD_PRELOAD="$libdir/libsluice_lpf_mpi.so"
+else
+    fail "dropin_build" "building the stub or the drop-in program failed" "$work/stub.cc"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
