@@ -9,9 +9,11 @@
 //!    `LPF_ERR_FATAL`; any other value is undefined behaviour, as in LPF, whose core performs no
 //!    checks for programming errors.
 //! 3. On `LPF_ROOT`, `lpf_exec` runs on `LPF_MAX_PROCS` processors, `lpf_rehook` runs a fresh
-//!    section of one process on the calling thread, `lpf_probe` describes the whole machine, and
+//!    section of one process on the calling thread (on threads, whatever the engine),
+//!    `lpf_probe` describes the whole machine, and
 //!    registration, put, get, sync and resize act on the root's own context of one process
 //!    (`root.rs`).
+//!    An installed [`engine`] sees `lpf_exec(LPF_ROOT, …)` and `lpf_hook` first.
 //! 4. Errors map through [`sluice_bsp::Error::kind`]: mitigable → `LPF_ERR_OUT_OF_MEMORY`
 //!    (no effect), fatal → `LPF_ERR_FATAL`. Once a context is in the failure state, registration,
 //!    deregistration, put, get and resize are no-ops that return `LPF_SUCCESS` (as LPF's
@@ -26,12 +28,13 @@
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use sluice_bsp::{Args, Ctx, Error, ErrorKind, Init, MemSlot, Pid};
+use sluice_bsp::{Args, Ctx, Error, Init, MemSlot};
 
 use crate::consts::{
-    ERR_FATAL, ERR_OUT_OF_MEMORY, LpfArgs, LpfCtx, LpfErr, LpfMachine, LpfMemslot, LpfMsgAttr,
-    LpfPid, LpfSpmd, LpfSyncAttr, SUCCESS, root,
+    ERR_FATAL, LpfArgs, LpfCtx, LpfErr, LpfMachine, LpfMemslot, LpfMsgAttr, LpfPid, LpfSpmd,
+    LpfSyncAttr, SUCCESS, root,
 };
+use crate::engine::{self, CSpmd, code, exec_body, hook_body};
 use crate::machine;
 use crate::ops::{Op, apply};
 use crate::root;
@@ -39,17 +42,6 @@ use crate::root;
 /// Rule 1: runs `f`, turning a panic into `LPF_ERR_FATAL`.
 fn guard(f: impl FnOnce() -> LpfErr) -> LpfErr {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(ERR_FATAL)
-}
-
-/// Rule 4: the LPF code of a sluice-bsp result.
-fn code(result: Result<(), Error>) -> LpfErr {
-    match result {
-        Ok(()) => SUCCESS,
-        Err(e) => match e.kind() {
-            ErrorKind::OutOfMemory => ERR_OUT_OF_MEMORY,
-            ErrorKind::Fatal => ERR_FATAL,
-        },
-    }
 }
 
 /// Rule 4 for calls that are no-ops in the failure state.
@@ -106,55 +98,26 @@ fn noop_code(outcome: Option<Result<usize, Error>>) -> LpfErr {
     }
 }
 
-/// The `lpf_t` of a sluice-bsp context (rule 2).
-fn handle(ctx: &mut Ctx) -> LpfCtx {
-    LpfCtx(std::ptr::from_mut(ctx).cast::<c_void>())
-}
-
-/// The C function of an `lpf_spmd_t` (NULL gives `None`).
-type CSpmd = unsafe extern "C" fn(LpfCtx, LpfPid, LpfPid, LpfArgs);
-
-/// Runs the C SPMD function `spmd` as process `s` of `p` with context `ctx`.
-fn call_spmd(ctx: &mut Ctx, s: Pid, p: Pid, spmd: CSpmd, args: LpfArgs) {
-    let h = handle(ctx);
-    // SAFETY: `spmd` is the caller's SPMD function, called with LPF's signature; `h` names `ctx`,
-    // which outlives the call and is used only through `h` (on this thread) until it returns.
-    // The C code cannot unwind into us: every lpf_* function it may call catches panics.
-    unsafe { spmd(h, s, p, args) };
-}
-
-/// Rule 5: what process `s` of an exec receives.
-fn exec_args(s: Pid, args: LpfArgs) -> LpfArgs {
-    if s == 0 {
-        args
-    } else {
-        LpfArgs {
-            input: std::ptr::null(),
-            input_size: 0,
-            output: std::ptr::null_mut(),
-            output_size: 0,
-            ..args
-        }
-    }
-}
-
 /// Runs `spmd` with `args` on `p` new processes from `ctx`.
 ///
 /// # Safety
 /// As for [`target`].
 unsafe fn exec(ctx: LpfCtx, p: LpfPid, spmd: CSpmd, args: LpfArgs) -> LpfErr {
-    let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| {
-        call_spmd(c, s, np, spmd, exec_args(s, args));
-    };
+    let body = exec_body(spmd, args);
     // SAFETY: forwarded contract.
     match unsafe { target(ctx) } {
         None => ERR_FATAL,
-        Some(Target::Root) => code(sluice_bsp::exec_with(
-            &machine::root_config(machine::root_p()),
-            p,
-            body,
-            Args::none(),
-        )),
+        Some(Target::Root) => {
+            if let Some(done) = engine::installed().and_then(|e| e.root_exec(p, spmd, args)) {
+                return done;
+            }
+            code(sluice_bsp::exec_with(
+                &machine::root_config(machine::root_p()),
+                p,
+                body,
+                Args::none(),
+            ))
+        }
         Some(Target::Section(c)) => code(c.exec(p, body, Args::none())),
     }
 }
@@ -182,11 +145,13 @@ pub unsafe extern "C" fn lpf_exec(ctx: LpfCtx, p: LpfPid, spmd: LpfSpmd, args: L
 pub unsafe extern "C" fn lpf_hook(init: LpfCtx, spmd: LpfSpmd, args: LpfArgs) -> LpfErr {
     guard(|| {
         let (Some(f), false) = (spmd, init.0.is_null()) else { return ERR_FATAL };
+        if let Some(done) = engine::installed().and_then(|e| e.hook(init, f, args)) {
+            return done;
+        }
         // SAFETY: by the contract, `init` is the `Box<Init>` leaked by `lpf_pthread_initialize`
         // for this thread, still alive, and used by this thread only.
         let init = unsafe { &mut *init.0.cast::<Init>() };
-        let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| call_spmd(c, s, np, f, args);
-        code(sluice_bsp::hook(init, body, Args::none()))
+        code(sluice_bsp::hook(init, hook_body(f, args), Args::none()))
     })
 }
 
@@ -198,13 +163,11 @@ pub unsafe extern "C" fn lpf_hook(init: LpfCtx, spmd: LpfSpmd, args: LpfArgs) ->
 pub unsafe extern "C" fn lpf_rehook(ctx: LpfCtx, spmd: LpfSpmd, args: LpfArgs) -> LpfErr {
     guard(|| {
         let Some(f) = spmd else { return ERR_FATAL };
-        let body = move |c: &mut Ctx, s: Pid, np: Pid, _: Args<'_>| call_spmd(c, s, np, f, args);
+        let body = hook_body(f, args);
         // SAFETY: forwarded contract.
         match unsafe { target(ctx) } {
             None => ERR_FATAL,
-            Some(Target::Root) => {
-                code(sluice_bsp::exec_with(&machine::root_config(1), 1, body, Args::none()))
-            }
+            Some(Target::Root) => code(engine::solo(body)),
             Some(Target::Section(c)) => code(c.rehook(body, Args::none())),
         }
     })

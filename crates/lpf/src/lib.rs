@@ -23,6 +23,8 @@
 //! # Modules
 //! Private modules are named in code font; all but `machine` hold `unsafe` code.
 //! - [`consts`]: LPF's constants (`LPF_ROOT`, `LPF_SUCCESS`, …) as exported data, and the C types.
+//! - [`engine`]: the seam for another engine library (`sluice-lpf-mpi`: MPI), and the SPMD
+//!   bodies of exec and hook.
 //! - [`ffi`]: the `extern "C"` functions, each body inside `catch_unwind`.
 //! - `ops`: the primitives that act on a context, as values, and `apply`, which runs one.
 //! - `root`: `LPF_ROOT` as a section of one process on its own thread.
@@ -31,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod consts;
+pub mod engine;
 pub mod ffi;
 mod machine;
 mod ops;

@@ -9,7 +9,9 @@
 //!    one, else a measurement of about 0.1 s done once per OS process). Both are > 0.
 //! 3. Unset, empty, 0 or unparsable: `lpf_probe` measures nothing; g and ℓ come from the stored
 //!    table if one exists, else they are 0 (as LPF reports for an unprobed machine).
-//! 4. g and ℓ are pure functions of their arguments and of one table loaded once per OS
+//! 4. An installed engine that sets a cost table (`engine` rule 3) replaces rules 2 and 3: g
+//!    and ℓ come from its table, and `lpf_probe` measures nothing. Its `root_p` replaces rule 1.
+//! 5. g and ℓ are pure functions of their arguments and of one table loaded once per OS
 //!    process, so all processes see bitwise identical results. The sync attribute is ignored:
 //!    a non-default attribute never costs more than the default.
 
@@ -27,6 +29,9 @@ pub(crate) fn root_p() -> LpfPid {
         .ok()
         .and_then(|v| v.trim().parse::<LpfPid>().ok())
         .filter(|&n| n > 0);
+    if let Some(p) = crate::engine::installed().and_then(|e| e.root_p()) {
+        return p;
+    }
     let config = ExecConfig::default();
     from_env.unwrap_or_else(|| config.root_p())
 }
@@ -46,7 +51,9 @@ fn may_measure() -> bool {
 
 /// The g and ℓ functions `lpf_probe` hands out now (rules 2 and 3).
 pub(crate) fn cost_functions() -> (CostFn, CostFn) {
-    if may_measure() {
+    if crate::engine::installed().and_then(|e| e.cost_table()).is_some() {
+        (stored_g, stored_l)
+    } else if may_measure() {
         // Load (or measure) now, inside lpf_probe, where LPF allows the time to be spent,
         // rather than on the first call of g or l.
         let _ = probe::cost_table();
@@ -59,6 +66,9 @@ pub(crate) fn cost_functions() -> (CostFn, CostFn) {
 /// Rule 3: the table written by `sluice bsp bench`, if any; loaded once.
 fn stored_table() -> Option<&'static CostTable> {
     static STORED: OnceLock<Option<CostTable>> = OnceLock::new();
+    if let Some(table) = crate::engine::installed().and_then(|e| e.cost_table()) {
+        return table;
+    }
     STORED
         .get_or_init(|| {
             CostTable::default_path()

@@ -44,7 +44,6 @@ fn server() -> Option<&'static Sender<Request>> {
 
 /// The root thread: a section of one process that executes requests until the program ends.
 fn serve(rx: Receiver<Request>) {
-    let config = crate::machine::root_config(1);
     // The section's body must be `Sync`; only this thread ever locks it.
     let rx = Mutex::new(rx);
     let body = |ctx: &mut Ctx, _: Pid, _: Pid, _: Args<'_>| {
@@ -58,7 +57,8 @@ fn serve(rx: Receiver<Request>) {
             let _ = reply.send(result);
         }
     };
-    let _ = sluice_bsp::exec_with(&config, 1, body, Args::none());
+    // On threads whatever the engine: this is no collective of an MPI job (`engine` rule 4).
+    let _ = crate::engine::solo(body);
 }
 
 /// Runs `op` on the root context (rule 1); `Error::PeerFailed` if the root thread is gone.
