@@ -140,13 +140,18 @@ fn fuzz(t: &Target, ctx: &Ctx, o: &Options, shared: &std::path::Path) -> anyhow:
                 out.crashes += 1;
                 let msg = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
                 let n = out.distinct.len();
-                if !out.distinct.contains_key(&msg) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = out.distinct.entry(msg) {
                     std::fs::create_dir_all(&crash_dir)?;
                     let base = crash_dir.join(format!("{}-{n}", t.name));
                     std::fs::write(base.with_extension("bin"), &input)?;
-                    std::fs::write(base.with_extension("txt"), &msg)?;
-                    eprintln!("{}: crash {n}: {msg} (input {}.bin)", t.name, base.display());
-                    out.distinct.insert(msg, n);
+                    std::fs::write(base.with_extension("txt"), slot.key())?;
+                    eprintln!(
+                        "{}: crash {n}: {} (input {}.bin)",
+                        t.name,
+                        slot.key(),
+                        base.display()
+                    );
+                    slot.insert(n);
                 }
             }
         }
@@ -171,7 +176,7 @@ fn run() -> anyhow::Result<bool> {
     let o = parse_args()?;
     std::panic::set_hook(Box::new(|info| {
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line()));
-        let msg = format!("{}{}", info.payload_as_str().unwrap_or("panic"), at.unwrap_or_default());
+        let msg = format!("{}{}", payload(info), at.unwrap_or_default());
         if !IN_TARGET.load(Ordering::Relaxed) {
             eprintln!("sluice-fuzz: driver panicked: {msg}");
         } else if let Ok(mut m) = LAST_PANIC.lock() {
@@ -210,6 +215,15 @@ fn run() -> anyhow::Result<bool> {
         );
     }
     Ok(clean)
+}
+
+/// The panic's message (`PanicHookInfo::payload_as_str` needs Rust 1.91; the MSRV is 1.85).
+fn payload<'a>(info: &'a std::panic::PanicHookInfo<'_>) -> &'a str {
+    let p = info.payload();
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("panic")
 }
 
 /// A RAM-backed directory for the scratch files when there is one.
