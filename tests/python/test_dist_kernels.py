@@ -147,15 +147,17 @@ def text_with_long_lines(path, seed):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_grep_output_is_byte_identical_to_one_process_and_gnu_grep(mpi, tmp_path, nprocs):
     path = text_with_long_lines(tmp_path / "t.txt", 3)
-    for flags in (["--block-size", "4K"], ["--block-size", "4K", "-c"]):
+    for flags in (["--block-size", "4K"], ["--block-size", "4K", "-b"], ["--block-size", "4K", "-c"]):
         want = single("grep", "needle", path, *flags)
         got = mpirun(nprocs, "grep", "needle", path, *flags)
         assert got.returncode == want.returncode == 0, got.stderr
         assert got.stdout == want.stdout
     gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, text=True)
     assert got.stdout.strip() == str(len(gnu.stdout.splitlines()))
-    listed = mpirun(nprocs, "grep", "needle", path, "--block-size", "4K").stdout
+    listed = mpirun(nprocs, "grep", "-b", "needle", path, "--block-size", "4K").stdout
     assert listed == gnu.stdout  # offset:line, as grep -b prints it
+    plain = subprocess.run(["grep", "needle", str(path)], capture_output=True, text=True)
+    assert mpirun(nprocs, "grep", "needle", path, "--block-size", "4K").stdout == plain.stdout
 
 
 def test_grep_json_and_no_match_under_mpirun(mpi, tmp_path):

@@ -207,7 +207,7 @@ def test_grep_literal_and_printing_like_grep_b(tmp_path, sluice):
     f = tmp_path / "p.txt"
     f.write_bytes(b"one.two\nonextwo\n\xffone.two\xfe\nlast one.two")
     # Bytes mode: the printed records are the file's bytes, invalid UTF-8 and all.
-    p = subprocess.run([sluice_bin(), "grep", "-F", "one.two", str(f)], capture_output=True)
+    p = subprocess.run([sluice_bin(), "grep", "-b", "-F", "one.two", str(f)], capture_output=True)
     assert p.returncode == 0, p.stderr
     want = subprocess.run(["grep", "-a", "-b", "-F", "one.two", str(f)], capture_output=True,
                           env={"LC_ALL": "C"}).stdout

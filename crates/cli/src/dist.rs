@@ -75,6 +75,7 @@ pub(crate) fn grep(
     pipeline: &PipelineArgs,
     budget: &Budget,
     json: bool,
+    byte_offset: bool,
 ) -> anyhow::Result<ExitCode> {
     let pipeline = pipeline.builder(budget)?.build()?;
     let ranked = run(|ctx| {
@@ -95,7 +96,9 @@ pub(crate) fn grep(
                 first = false;
                 out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut out, m)?))
             } else {
-                write!(out, "{}:", m.offset)
+                // As GNU grep prints a selected line: `-b` puts its byte offset first.
+                let prefix = if byte_offset { format!("{}:", m.offset) } else { String::new() };
+                out.write_all(prefix.as_bytes())
                     .and_then(|()| out.write_all(&m.record))
                     .and_then(|()| out.write_all(b"\n"))
             };

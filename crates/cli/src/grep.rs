@@ -1,13 +1,19 @@
-//! `sluice grep PATTERN FILE`: count or list the lines (or fixed records) that match, in one
-//! streaming pass. Parses the flags into a [`GrepConfig`] (hints after flags, so a hint wins),
-//! calls [`sluice_kernels::grep::grep_with`], and prints as it goes. Exit status as grep: 0 if
-//! something matched, 1 if nothing did, 2 on error (from `main`).
+//! `sluice grep [OPTIONS] PATTERN [FILE...]`: grep as people use it, over the block pipeline.
+//! Parses the flags into a [`GrepConfig`] (hints after flags, so a hint wins), expands the
+//! inputs (a directory is walked; no FILE, or `-`, is standard input), searches each one
+//! ([`search`]: one streaming pass of a regular file, or [`grep::grep_reader`] for a stream) and
+//! prints in GNU grep's format ([`GnuPrinter`]). Exit status as GNU grep: 0 if a line was
+//! selected, 1 if none was, 2 if an error occurred (unless `-q` found a line first).
 
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use sluice_io::{Budget, Pipeline};
+use sluice_kernels::grep::gnu::{GnuOptions, GnuPrinter};
+use sluice_kernels::grep::{self, GrepReport};
 use sluice_kernels::{GrepConfig, Hinted, RecordMatch, hints};
 
 use crate::common::{PipelineArgs, Progress, write_or_close};
@@ -15,106 +21,358 @@ use crate::common::{PipelineArgs, Progress, write_or_close};
 /// Arguments of `sluice grep`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Without -c, prints every matching record as OFFSET:RECORD (grep -b style, \
-OFFSET = byte offset of the record). A match never crosses a line or record boundary. Exit status: \
-0 if something matched, 1 if nothing did, 2 on error."
+    disable_help_flag = true,
+    after_help = "Prints the selected lines as GNU grep does (file name prefix when several \
+files or a directory are searched; -n, -b, -o, -A/-B/-C as in grep). A match never crosses a line \
+or record boundary. A directory is searched recursively (files holding a NUL byte in their first \
+32 KiB are skipped unless -a); no FILE, or -, reads standard input. Exit status: 0 if a line was \
+selected, 1 if none was, 2 on error."
 )]
 pub(crate) struct GrepArgs {
-    /// The pattern: a regex (Rust `regex` syntax), or a literal with -F.
-    pattern: String,
-    /// The file to search.
-    file: PathBuf,
-    /// Treat PATTERN as a literal string.
+    /// PATTERN (unless -e is given), then the files and directories to search.
+    #[arg(value_name = "PATTERN] [FILE")]
+    operands: Vec<OsString>,
+    /// A pattern; repeatable (a line matches if any does).
+    #[arg(short = 'e', long = "regexp", value_name = "PATTERN")]
+    regexp: Vec<String>,
+    /// Patterns are regexes (Rust `regex` syntax, close to POSIX extended): accepted for
+    /// compatibility, it changes nothing.
+    #[arg(short = 'E', long)]
+    extended_regexp: bool,
+    /// Treat the patterns as literal strings.
     #[arg(short = 'F', long)]
     fixed_strings: bool,
     /// Match case-insensitively.
     #[arg(short = 'i', long)]
     ignore_case: bool,
+    /// Select the lines that do not match.
+    #[arg(short = 'v', long)]
+    invert_match: bool,
+    /// Match whole words only.
+    #[arg(short = 'w', long)]
+    word_regexp: bool,
+    /// Match whole lines only.
+    #[arg(short = 'x', long)]
+    line_regexp: bool,
+    /// Prefix each line with its line number.
+    #[arg(short = 'n', long)]
+    line_number: bool,
+    /// Prefix each line (with -o, each match) with its byte offset.
+    #[arg(short = 'b', long)]
+    byte_offset: bool,
+    /// Print only the matches, one per line.
+    #[arg(short = 'o', long)]
+    only_matching: bool,
+    /// Print only the names of files with a selected line.
+    #[arg(short = 'l', long)]
+    files_with_matches: bool,
+    /// Print only the names of files without a selected line.
+    #[arg(short = 'L', long)]
+    files_without_match: bool,
+    /// Print only the number of selected lines (per file).
+    #[arg(short = 'c', long)]
+    count: bool,
+    /// Print nothing; exit 0 at the first selected line.
+    #[arg(short = 'q', long, alias = "silent")]
+    quiet: bool,
+    /// Do not report missing or unreadable files.
+    #[arg(short = 's', long)]
+    no_messages: bool,
+    /// Prefix each line with its file name.
+    #[arg(short = 'H', long)]
+    with_filename: bool,
+    /// Never prefix the file name.
+    #[arg(short = 'h', long)]
+    no_filename: bool,
+    /// Search binary files as text.
+    #[arg(short = 'a', long)]
+    text: bool,
+    /// Search directories recursively (always done; with no FILE, search `.`).
+    #[arg(short = 'r', long)]
+    recursive: bool,
+    /// Print N lines of context after each selected line.
+    #[arg(short = 'A', long, value_name = "N")]
+    after_context: Option<usize>,
+    /// Print N lines of context before each selected line.
+    #[arg(short = 'B', long, value_name = "N")]
+    before_context: Option<usize>,
+    /// Print N lines of context before and after each selected line.
+    #[arg(short = 'C', long, value_name = "N")]
+    context: Option<usize>,
     /// Cut the file into fixed records of N bytes instead of lines.
     #[arg(long, value_name = "N")]
     record_size: Option<String>,
-    /// Print only the number of matching records (grep -c).
-    #[arg(short = 'c', long)]
-    count: bool,
     /// Print only the number of matches, every non-overlapping one (rg --count-matches).
     #[arg(long)]
     count_matches: bool,
     /// Kernel parameter as an active-storage hint (keys: pattern, fixed_strings, ignore_case,
-    /// record_size, count_matches, count); repeatable.
+    /// record_size, count_matches, count, invert, word, ...); repeatable.
     #[arg(long = "hint", value_name = "KEY=VALUE")]
     hints: Vec<String>,
-    /// Print one JSON object: count, matches (unless -c), and a `run` object.
+    /// Print one JSON object per file: count, matches (unless -c), and a `run` object.
     #[arg(long)]
     json: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     #[command(flatten)]
     pipeline: PipelineArgs,
 }
 
+/// One thing to search.
+enum Input {
+    Stdin,
+    /// A file named on the command line (`walked = false`) or found in a directory.
+    File {
+        path: PathBuf,
+        walked: bool,
+    },
+    /// A binary file found in a directory: searched as if empty (GNU grep's `-I`).
+    Skipped {
+        path: PathBuf,
+    },
+}
+
+/// Bytes of a walked file looked at for a NUL byte (GNU grep's first buffer is 32 KiB).
+const BINARY_PROBE_BYTES: usize = 32 << 10;
+
 pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
+    let mut operands = args.operands.clone().into_iter();
+    let mut patterns = args.regexp.clone();
+    if patterns.is_empty() {
+        let p = operands.next().context("no PATTERN given (sluice grep PATTERN [FILE...])")?;
+        patterns.push(p.into_string().map_err(|p| anyhow::anyhow!("PATTERN {p:?} is not UTF-8"))?);
+    }
+    let (before, after) = (
+        args.before_context.or(args.context).unwrap_or(0),
+        args.after_context.or(args.context).unwrap_or(0),
+    );
+    let names_only = args.files_with_matches || args.files_without_match || args.quiet;
     let mut config = GrepConfig {
-        pattern: args.pattern.clone(),
+        pattern: patterns.join("\n"),
         fixed_strings: args.fixed_strings,
         ignore_case: args.ignore_case,
         count_matches: args.count_matches,
-        count: args.count || args.count_matches,
+        count: args.count || args.count_matches || names_only,
+        invert: args.invert_match,
+        word: args.word_regexp,
+        line_regexp: args.line_regexp,
+        line_numbers: args.line_number,
+        only_matching: args.only_matching,
+        before_context: before,
+        after_context: after,
+        text: args.text,
         record_size: None,
     };
     if let Some(n) = &args.record_size {
         config.apply_hint("record_size", n).context("--record-size")?;
     }
     config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
-    config.layout()?;
     let budget = args.pipeline.budget()?;
+    // Compile once before any file: a bad pattern is an error of the run, not of a file.
+    sluice_kernels::GrepKernel::new(&config, budget.clone())?;
     if crate::dist::launched_ranks().is_some() {
-        return crate::dist::grep(&args.file, &config, &args.pipeline, &budget, args.json);
+        // Across MPI ranks: one shared file, each rank its stripe, matches in file order.
+        let file = match operands.as_slice() {
+            [f] if f != "-" && !std::path::Path::new(f).is_dir() => PathBuf::from(f),
+            _ => {
+                anyhow::bail!("under mpirun, grep searches exactly one file (each rank its stripe)")
+            }
+        };
+        let per_line = args.line_number || before + after > 0 || args.only_matching;
+        if per_line || names_only || args.with_filename {
+            anyhow::bail!(
+                "-n, -o, -l, -L, -q, -H and context lines are not supported across ranks; \
+                 run on one process"
+            );
+        }
+        return crate::dist::grep(
+            &file,
+            &config,
+            &args.pipeline,
+            &budget,
+            args.json,
+            args.byte_offset,
+        );
     }
-    let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
+
+    let mut operands: Vec<PathBuf> = operands.map(PathBuf::from).collect();
+    let strip_dot = operands.is_empty() && args.recursive;
+    if strip_dot {
+        operands.push(PathBuf::from("."));
+    }
+    let several = operands.len() > 1;
+    let stdout = std::io::stdout();
+    let opts = GnuOptions {
+        line_numbers: args.line_number,
+        byte_offset: args.byte_offset,
+        only_matching: args.only_matching,
+        before,
+        after,
+        text: args.text,
+    };
+    let mut printer =
+        GnuPrinter::new(std::io::BufWriter::with_capacity(1 << 16, stdout.lock()), opts);
+    // A reader that stops early (`| head`) closes the pipe: stop writing, as grep does, but
+    // finish so that the exit status still says whether something was selected.
+    let mut closed = false;
+    let (mut selected, mut failed) = (false, false);
+    let mut report_error = |e: anyhow::Error| {
+        if !args.no_messages {
+            eprintln!("sluice: {e:#}");
+        }
+        failed = true;
+    };
+    let mut inputs = Vec::new();
+    if operands.is_empty() {
+        inputs.push(Input::Stdin);
+    }
+    for op in &operands {
+        if op.as_os_str() == "-" {
+            inputs.push(Input::Stdin);
+        } else if op.is_dir() {
+            walk(op, args.text, &mut inputs, &mut report_error);
+        } else {
+            inputs.push(Input::File { path: op.clone(), walked: false });
+        }
+    }
+    let total = inputs
+        .iter()
+        .map(|i| match i {
+            Input::File { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Input::Stdin | Input::Skipped { .. } => 0,
+        })
+        .sum();
     let progress = Progress::start("grep", total, true);
     let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
-
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    // A reader that stops early (`| head`) closes the pipe: stop writing, as grep does, but
-    // finish the pass so the exit status still says whether something matched.
-    let mut closed = false;
-    let mut first = true;
-    if args.json && !config.count {
-        write_or_close(&mut closed, out.write_all(b"{\"matches\":["))?;
-    }
-    let json = args.json;
-    let report = sluice_kernels::grep::grep_with(
-        &args.file,
-        &config,
-        &pipeline,
-        &budget,
-        |m: &RecordMatch| -> anyhow::Result<()> {
+    for input in &inputs {
+        let (name, walked) = match input {
+            Input::Stdin => (PathBuf::from("(standard input)"), false),
+            Input::File { path, walked } => (path.clone(), *walked),
+            Input::Skipped { path } => (path.clone(), true),
+        };
+        let shown = if strip_dot { name.strip_prefix(".").unwrap_or(&name) } else { &name };
+        let with_name = args.with_filename || (!args.no_filename && (several || walked));
+        printer.start_file(with_name.then_some(shown.as_os_str().as_encoded_bytes()));
+        let json_open = args.json && !config.count;
+        if json_open {
+            let head = format!("{{\"path\":{},\"matches\":[", serde_json::to_string(&shown)?);
+            write_or_close(&mut closed, printer.get_mut().write_all(head.as_bytes()))?;
+        }
+        let mut first = true;
+        let on_match = |m: &RecordMatch| -> anyhow::Result<()> {
             if closed {
                 return Ok(());
             }
-            let written = if json {
+            let written = if args.json {
                 let sep: &[u8] = if first { b"" } else { b"," };
                 first = false;
-                out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut out, m)?))
+                let out = printer.get_mut();
+                out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(out, m)?))
             } else {
-                write!(out, "{}:", m.offset)
-                    .and_then(|()| out.write_all(&m.record))
-                    .and_then(|()| out.write_all(b"\n"))
+                printer.record(m)
             };
             write_or_close(&mut closed, written)
-        },
-    )?;
-    drop(progress);
-    let tail = if json {
-        let whole = serde_json::to_string(&report)?;
-        if config.count { whole } else { format!("],{}", &whole[1..]) }
-    } else if config.count {
-        report.count.to_string()
-    } else {
-        String::new()
-    };
-    if !tail.is_empty() {
-        write_or_close(&mut closed, writeln!(out, "{tail}"))?;
+        };
+        let result = match input {
+            Input::Stdin => {
+                grep::grep_reader(std::io::stdin().lock(), &name, &config, &budget, on_match)
+            }
+            Input::File { path, .. } => search(path, &config, &pipeline, &budget, on_match),
+            Input::Skipped { path } => {
+                grep::grep_reader(std::io::empty(), path, &config, &budget, on_match)
+            }
+        };
+        let report = match result {
+            Ok(report) => report,
+            Err(e) => {
+                if json_open {
+                    write_or_close(&mut closed, printer.get_mut().write_all(b"]}\n"))?;
+                }
+                report_error(e);
+                continue;
+            }
+        };
+        selected |= report.records_matched > 0;
+        let out = printer.get_mut();
+        let prefix = if with_name { format!("{}:", shown.display()) } else { String::new() };
+        let tail = if args.json {
+            let whole = serde_json::to_string(&report)?;
+            if json_open { format!("],{}\n", &whole[1..]) } else { format!("{whole}\n") }
+        } else if args.quiet {
+            String::new()
+        } else if args.files_with_matches || args.files_without_match {
+            let listed = (report.records_matched > 0) == args.files_with_matches;
+            if listed { format!("{}\n", shown.display()) } else { String::new() }
+        } else if config.count {
+            format!("{prefix}{}\n", report.count)
+        } else {
+            String::new()
+        };
+        write_or_close(&mut closed, out.write_all(tail.as_bytes()))?;
+        if printer.finish_file() {
+            write_or_close(&mut closed, printer.get_mut().flush())?;
+            eprintln!("sluice: {}: binary file matches", shown.display());
+        }
+        if args.quiet && selected {
+            break;
+        }
     }
-    write_or_close(&mut closed, out.flush())?;
-    Ok(if report.count > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    drop(progress);
+    write_or_close(&mut closed, printer.get_mut().flush())?;
+    Ok(match (selected, failed) {
+        (true, _) if args.quiet => ExitCode::SUCCESS,
+        (_, true) => ExitCode::from(2),
+        (true, false) => ExitCode::SUCCESS,
+        (false, false) => ExitCode::from(1),
+    })
+}
+
+/// Searches the regular file (or other file) at `path` in one pass of `pipeline`, handing each
+/// listed record to `on_match` in file order. Files that are not regular (a FIFO, a device,
+/// `/dev/stdin`) are read as streams.
+fn search(
+    path: &Path,
+    config: &GrepConfig,
+    pipeline: &Pipeline,
+    budget: &Budget,
+    on_match: impl FnMut(&RecordMatch) -> anyhow::Result<()>,
+) -> anyhow::Result<GrepReport> {
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    if meta.is_file() {
+        return grep::grep_with(path, config, pipeline, budget, on_match);
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    grep::grep_reader(file, path, config, budget, on_match)
+}
+
+/// Adds the regular files under `dir` (not following symbolic links, in directory order, as
+/// GNU grep -r) to `inputs`; those with a NUL byte in their first 32 KiB are skipped (searched
+/// as if empty, as GNU grep -r -I does) unless `text`.
+fn walk(dir: &Path, text: bool, inputs: &mut Vec<Input>, report: &mut impl FnMut(anyhow::Error)) {
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                report(anyhow::Error::new(e));
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        match is_binary(entry.path()) {
+            Ok(true) if !text => inputs.push(Input::Skipped { path: entry.into_path() }),
+            Ok(_) => inputs.push(Input::File { path: entry.into_path(), walked: true }),
+            Err(e) => report(e.context(entry.path().display().to_string())),
+        }
+    }
+}
+
+/// Returns true if and only if the file holds a NUL byte in its first 32 KiB.
+fn is_binary(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
+    std::fs::File::open(path)?.take(BINARY_PROBE_BYTES as u64).read_to_end(&mut head)?;
+    Ok(head.contains(&0))
 }

@@ -197,8 +197,10 @@ fn grep_counts_lists_and_exit_status() {
     assert_eq!((o.status.code(), stdout(&o)), (Some(0), "2\n".to_string()));
     let o = sluice(&["grep", "--count-matches", "an", p(&f)]);
     assert_eq!(stdout(&o), "6\n");
-    let o = sluice(&["grep", "ban", p(&f)]);
+    let o = sluice(&["grep", "-b", "ban", p(&f)]);
     assert_eq!(stdout(&o), "10:banana\r\n25:banana split banana\n");
+    let o = sluice(&["grep", "ban", p(&f)]);
+    assert_eq!(stdout(&o), "banana\r\nbanana split banana\n");
     let o = sluice(&["grep", "-c", "kiwi", p(&f)]);
     assert_eq!((o.status.code(), stdout(&o)), (Some(1), "0\n".to_string()));
     let o = sluice(&["grep", "-F", "a.", p(&f)]);
@@ -246,7 +248,9 @@ fn grep_bad_input_exits_2_with_a_clear_message() {
     assert_fails(&sluice(&["grep", "a", p(&f), "--record-size", "0"]), &["record_size"]);
     assert_fails(&sluice(&["grep", "a(", p(&f)]), &["bad pattern", "a("]);
     assert_fails(&sluice(&["grep", "a", p(&dir.path().join("none.txt"))]), &["none.txt"]);
-    assert_fails(&sluice(&["grep", "a", p(dir.path())]), &["not a regular file"]);
+    // A directory is searched recursively (issue 16 item 10), as `grep -r` does.
+    let o = sluice(&["grep", "-c", "a", p(dir.path())]);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), format!("{}:1\n", p(&f))));
     assert_fails(&sluice(&["grep", "a", p(&f), "--hint", "colour=1"]), &["colour"]);
     assert_fails(&sluice(&["grep", "a", p(&f), "--hint", "noequals"]), &["noequals"]);
 }

@@ -51,6 +51,8 @@ use crate::store::{self, EDGE_BYTES, Meta};
 mod blocks;
 mod buckets;
 mod describe;
+#[doc(hidden)]
+pub mod fuzz;
 mod parse;
 mod read;
 mod vertices;

@@ -1,5 +1,6 @@
-//! Grep over lines or fixed-size records in one streaming pass: count the records that match,
-//! count every match, or list the matching records with their byte offsets.
+//! Grep over lines or fixed-size records in one streaming pass, as people use grep: count the
+//! records that match, count every match, or list the selected records (with line numbers,
+//! context and match spans on request) for a printer such as [`gnu::GnuPrinter`].
 //!
 //! # Contract
 //! 1. Records are lines ending at `\n` (a last line without `\n` is a record; `\r` is an ordinary
@@ -8,17 +9,29 @@
 //! 2. A match never crosses a record boundary: a record matches if and only if the pattern
 //!    matches the record's bytes alone (a line without its `\n`). `^` and `$` match at the
 //!    record's start and end.
-//! 3. `count` mode gives the number of records with at least one match (`grep -c`);
-//!    `count_matches` gives the number of non-overlapping matches, counted record by record
-//!    (`rg --count-matches`). Listing gives every matching record in file order with the byte
-//!    offset of its first byte (`grep -b`).
+//! 3. `count` mode gives the number of selected records (`grep -c`); `count_matches` gives the
+//!    number of non-overlapping matches, counted record by record (`rg --count-matches`).
+//!    Listing gives every selected record in file order with the byte offset of its first byte
+//!    (`grep -b`), its line number when `line_numbers` is set (`grep -n`), and its non-empty
+//!    match spans when `only_matching` is set (`grep -o`).
 //! 4. Patterns are regexes of the `regex` crate (bytes API; Unicode on, invalid UTF-8 in the data
-//!    allowed); `fixed_strings` makes the pattern a literal.
+//!    allowed); `fixed_strings` makes each pattern a literal. Over lines, `pattern` is a list
+//!    separated by `\n` (as GNU grep reads `-e p1 -e p2`): a line matches if any pattern does.
+//!    `word` keeps only matches with a non-word byte or the line's edge on both sides (`grep
+//!    -w`), `line_regexp` only matches of the whole record (`grep -x`).
 //! 5. Results do not depend on the block size or the engine: blocks hold whole records, and
 //!    partials are folded in stream order.
 //! 6. Listed records are held in memory until the pass ends; their bytes are reserved from the
 //!    memory budget block by block, and a pass whose matches would not fit is an
-//!    [`Error`] (`OverBudget`) naming the budget, not an OOM kill.
+//!    [`Error`] (`OverBudget`) naming the budget, not an OOM kill. [`grep_with`] hands them
+//!    over as each block is folded instead.
+//! 7. A record is *selected* if it matches, or with `invert` if it does not (`grep -v`). With
+//!    `before_context`/`after_context` = B/A, listing also hands over (as context, not selected)
+//!    every record within B records before or A records after a selected one, and possibly
+//!    some more near block edges: the printer keeps only those within reach (contiguity is
+//!    known from `offset`/`end`).
+//! 8. Unless `text`, listed records carry `binary = true` from the first block that holds a NUL
+//!    byte on (GNU grep's test for binary data, at block granularity): a printer stops there.
 //!
 //! # How a block is searched (and why it is fast)
 //! As ripgrep does, the whole block is searched for a candidate, not each record: for a rare
@@ -30,24 +43,32 @@
 //! block cut after the record holding that end, so greedy tails like `a.*` never run on to the
 //! end of the block (which would make a block with many matches quadratic); the record holding
 //! the start is searched alone to decide (rule 2). Either way the search resumes at the next
-//! record, so each byte is scanned O(1) times.
+//! record, so each byte is scanned O(1) times. Inverting, context and line numbers walk the
+//! gaps between matching records with `memchr` afterwards, only when asked for.
 //!
 //! This is exact when a match of a record alone is also a match in the block, at the same
 //! place: true for lines (`^`, `$` in multi-line mode and word boundaries all treat `\n` like the
 //! edge of the haystack), and for fixed records only if the pattern has no assertions at all.
 //! Patterns with `\A`/`\z`, and fixed-record patterns with any assertion, are searched record by
 //! record.
+//!
+//! Standard input and other streams that cannot be planned are read by [`grep_reader`] through
+//! the same kernel, one buffer at a time on the calling thread.
 
+use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::Path;
 
-use memchr::memmem;
-use regex::bytes::{Regex, RegexBuilder};
 use serde::{Serialize, Serializer};
-use sluice_io::{Block, BlockKernel, Budget, Pipeline, Plan, RecordLayout, Reservation, RunStats};
+use sluice_io::{Budget, Pipeline, Plan, RecordLayout, Reservation, RunStats};
 
 use crate::Error;
 use crate::hints::{self, Hinted};
+
+pub mod gnu;
+mod search;
+
+pub use search::GrepKernel;
 
 /// Bytes reserved per compute thread for the regex engine's caches (the lazy DFA's default
 /// cache capacity is 2 MiB).
@@ -56,10 +77,14 @@ pub const MATCHER_CACHE_BYTES: u64 = 2 << 20;
 /// Bytes charged to the budget per listed match beyond its record bytes (offset, vector header).
 const MATCH_OVERHEAD_BYTES: u64 = 32;
 
+/// Bytes [`grep_reader`] reads at a time (its buffer grows for a longer record).
+const READER_CHUNK_BYTES: usize = 1 << 20;
+
 /// Parameters of a grep pass. Every field can also be set by a hint of the same name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GrepConfig {
-    /// The pattern (a regex, or a literal with `fixed_strings`).
+    /// The pattern (a regex, or a literal with `fixed_strings`); over lines, a `\n`-separated
+    /// list of patterns (rule 4).
     pub pattern: String,
     /// Treat the pattern as a literal string.
     pub fixed_strings: bool,
@@ -71,20 +96,45 @@ pub struct GrepConfig {
     pub count_matches: bool,
     /// Count only; do not list the matching records.
     pub count: bool,
+    /// Select the records that do not match (rule 7).
+    pub invert: bool,
+    /// Match whole words only (rule 4).
+    pub word: bool,
+    /// Match whole records only (rule 4).
+    pub line_regexp: bool,
+    /// Number the listed records (rule 3).
+    pub line_numbers: bool,
+    /// List the match spans of each selected record (rule 3).
+    pub only_matching: bool,
+    /// Context records before each selected one (rule 7).
+    pub before_context: usize,
+    /// Context records after each selected one (rule 7).
+    pub after_context: usize,
+    /// Treat NUL bytes as text: do not mark records as binary (rule 8).
+    pub text: bool,
 }
 
 impl Hinted for GrepConfig {
-    const KEYS: &'static str =
-        "pattern, fixed_strings, ignore_case, record_size, count_matches, count";
+    const KEYS: &'static str = "pattern, fixed_strings, ignore_case, record_size, count_matches, \
+count, invert, word, line_regexp, line_numbers, only_matching, before_context, after_context, text";
 
     fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        let flag = |v: &str| hints::parse_bool(key, v);
         match key {
             "pattern" => self.pattern = value.to_string(),
-            "fixed_strings" => self.fixed_strings = hints::parse_bool(key, value)?,
-            "ignore_case" => self.ignore_case = hints::parse_bool(key, value)?,
+            "fixed_strings" => self.fixed_strings = flag(value)?,
+            "ignore_case" => self.ignore_case = flag(value)?,
             "record_size" => self.record_size = Some(hints::parse_usize(key, value)?),
-            "count_matches" => self.count_matches = hints::parse_bool(key, value)?,
-            "count" => self.count = hints::parse_bool(key, value)?,
+            "count_matches" => self.count_matches = flag(value)?,
+            "count" => self.count = flag(value)?,
+            "invert" => self.invert = flag(value)?,
+            "word" => self.word = flag(value)?,
+            "line_regexp" => self.line_regexp = flag(value)?,
+            "line_numbers" => self.line_numbers = flag(value)?,
+            "only_matching" => self.only_matching = flag(value)?,
+            "before_context" => self.before_context = hints::parse_usize(key, value)?,
+            "after_context" => self.after_context = hints::parse_usize(key, value)?,
+            "text" => self.text = flag(value)?,
             _ => return Err(hints::unknown(key, Self::KEYS)),
         }
         Ok(())
@@ -110,28 +160,39 @@ impl GrepConfig {
     }
 }
 
-/// The regex crate's error on one line: its syntax errors span several lines (the pattern, a
-/// caret, then `error: what`); keep `what` and the caret's byte offset.
-fn one_line(e: &regex::Error) -> String {
-    let text = e.to_string();
-    let lines: Vec<&str> = text.lines().collect();
-    let reason = lines.iter().rev().find_map(|l| l.strip_prefix("error: "));
-    let caret = lines.iter().find_map(|l| l.trim_end().ends_with('^').then(|| l.find('^')));
-    match (reason, caret.flatten()) {
-        // The syntax error's first lines are "regex parse error:", "    PATTERN".
-        (Some(r), Some(col)) => format!("{r} at byte {}", col.saturating_sub(4)),
-        (Some(r), None) => r.to_string(),
-        _ => lines.join(" "),
-    }
-}
-
-/// One matching record.
+/// One listed record: a selected one, or a context record (rule 7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMatch {
     /// Byte offset of the record's first byte in the file.
     pub offset: u64,
     /// The record's bytes (a line without its `\n`).
     pub record: Vec<u8>,
+    /// Byte offset of the next record (after the `\n`): a record is contiguous with this one if
+    /// and only if its `offset` is this `end`.
+    pub end: u64,
+    /// Whether the record is selected (rule 7); false for a context record.
+    pub selected: bool,
+    /// Its 1-based line (record) number with `line_numbers`, else 0.
+    pub line: u64,
+    /// At or after the first block holding a NUL byte (rule 8).
+    pub binary: bool,
+    /// With `only_matching`: the non-empty matches, as byte ranges of `record`.
+    pub spans: Vec<(u32, u32)>,
+}
+
+impl RecordMatch {
+    /// The record `r = (start, content_end, next)` of a block at stream offset `base`.
+    fn new(base: u64, data: &[u8], r: (usize, usize, usize), selected: bool) -> RecordMatch {
+        RecordMatch {
+            offset: base + r.0 as u64,
+            record: data[r.0..r.1].to_vec(),
+            end: base + r.2 as u64,
+            selected,
+            line: 0,
+            binary: false,
+            spans: Vec::new(),
+        }
+    }
 }
 
 impl Serialize for RecordMatch {
@@ -164,7 +225,7 @@ pub struct GrepReport {
     pub count: u64,
     /// `records` or `matches`: what `count` counts.
     pub counting: &'static str,
-    /// Records with at least one match.
+    /// Selected records: with at least one match, or with `invert` without one.
     pub records_matched: u64,
     /// Every match (only counted with `count_matches`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,217 +244,51 @@ pub struct GrepReport {
 /// What one block found (the partial of [`GrepKernel`]).
 #[derive(Debug, Default)]
 pub struct BlockMatches {
+    /// Selected records.
     pub(crate) records: u64,
     pub(crate) matches: u64,
+    /// Records in the block (counted only with `line_numbers`).
+    lines: u64,
+    /// The block holds a NUL byte (looked for only when listing without `text`).
+    nul: bool,
     pub(crate) found: Vec<RecordMatch>,
     held: Option<Reservation>,
 }
 
-#[derive(Debug)]
-enum Matcher {
-    // Boxed: a Finder is ~300 bytes, a Regex a few pointers.
-    Literal(Box<memmem::Finder<'static>>),
-    Regex(Regex),
+/// Folds block results in stream order: numbers lines from the file's start and marks records
+/// binary from the first block with a NUL (rules 3, 8).
+#[derive(Debug, Default)]
+struct Fold {
+    records: u64,
+    matches: u64,
+    lines: u64,
+    binary: bool,
 }
 
-impl Matcher {
-    #[inline]
-    fn find_at(&self, hay: &[u8], at: usize) -> Option<(usize, usize)> {
-        match self {
-            Matcher::Literal(f) => f.find(&hay[at..]).map(|s| (at + s, at + s + f.needle().len())),
-            Matcher::Regex(r) => r.find_at(hay, at).map(|m| (m.start(), m.end())),
-        }
-    }
-
-    fn is_match(&self, hay: &[u8]) -> bool {
-        match self {
-            Matcher::Literal(f) => f.find(hay).is_some(),
-            Matcher::Regex(r) => r.is_match(hay),
-        }
-    }
-
-    fn count(&self, hay: &[u8]) -> u64 {
-        match self {
-            Matcher::Literal(f) if f.needle().is_empty() => hay.len() as u64 + 1,
-            Matcher::Literal(f) => f.find_iter(hay).count() as u64,
-            Matcher::Regex(r) => r.find_iter(hay).count() as u64,
-        }
-    }
-}
-
-/// The grep kernel: searches blocks of whole records (see the module doc).
-#[derive(Debug)]
-pub struct GrepKernel {
-    matcher: Matcher,
-    layout: RecordLayout,
-    /// Block-wide search is exact for this pattern and layout.
-    block_search: bool,
-    count_matches: bool,
-    list: bool,
-    budget: Budget,
-}
-
-impl GrepKernel {
-    /// Compiles `config`'s pattern. Listed matches are reserved from `budget` (rule 6).
-    pub fn new(config: &GrepConfig, budget: Budget) -> Result<GrepKernel, Error> {
-        let layout = config.layout()?;
-        let lines = matches!(layout, RecordLayout::Delimited(_));
-        let (matcher, block_search) = if config.fixed_strings && !config.ignore_case {
-            let finder = memmem::Finder::new(config.pattern.as_bytes()).into_owned();
-            (Matcher::Literal(Box::new(finder)), true)
-        } else {
-            let pattern = if config.fixed_strings {
-                regex::escape(&config.pattern)
-            } else {
-                config.pattern.clone()
-            };
-            let regex = RegexBuilder::new(&pattern)
-                .multi_line(lines)
-                .case_insensitive(config.ignore_case)
-                .build()
-                .map_err(|e| Error::Pattern {
-                    pattern: config.pattern.clone(),
-                    reason: one_line(&e),
-                })?;
-            let hir = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .multi_line(lines)
-                .case_insensitive(config.ignore_case)
-                .build()
-                .parse(&pattern)
-                .ok();
-            // A regex that is one literal (`aaaaa`, `foo\.bar`) is searched with memmem, as -F
-            // is: the regex engine would find the same matches with more overhead per call.
-            if let Some(regex_syntax::hir::HirKind::Literal(lit)) = hir.as_ref().map(|h| h.kind()) {
-                return Ok(GrepKernel {
-                    matcher: Matcher::Literal(Box::new(memmem::Finder::new(&lit.0).into_owned())),
-                    layout,
-                    block_search: true,
-                    count_matches: config.count_matches,
-                    list: !config.count,
-                    budget,
-                });
+impl Fold {
+    fn block(&mut self, block: &mut BlockMatches) {
+        self.records += block.records;
+        self.matches += block.matches;
+        self.binary |= block.nul;
+        for m in &mut block.found {
+            if m.line > 0 {
+                m.line += self.lines;
             }
-            let block_search = match hir.map(|h| h.properties().look_set()) {
-                Some(looks) if lines => !looks.contains_anchor_haystack(),
-                Some(looks) => looks.is_empty(),
-                None => false,
-            };
-            (Matcher::Regex(regex), block_search)
-        };
-        Ok(GrepKernel {
-            matcher,
-            layout,
-            block_search,
-            count_matches: config.count_matches,
-            list: !config.count,
-            budget,
-        })
+            m.binary = self.binary;
+        }
+        self.lines += block.lines;
     }
 
-    /// The record holding byte `s` of a block that starts at a record start and holds whole
-    /// records, given that `from <= s` is a record start: `(start, content_end, next_start)`.
-    #[inline]
-    fn record_at(&self, data: &[u8], from: usize, s: usize) -> (usize, usize, usize) {
-        match self.layout {
-            RecordLayout::Delimited(d) => {
-                let start = memchr::memrchr(d, &data[from..s]).map_or(from, |i| from + i + 1);
-                match memchr::memchr(d, &data[s..]) {
-                    Some(i) => (start, s + i, s + i + 1),
-                    None => (start, data.len(), data.len()),
-                }
-            }
-            RecordLayout::Fixed(n) => {
-                let start = s - s % n.get();
-                let end = (start + n.get()).min(data.len());
-                (start, end, end)
-            }
+    fn report(&self, config: &GrepConfig, run: RunStats) -> GrepReport {
+        GrepReport {
+            count: if config.count_matches { self.matches } else { self.records },
+            counting: if config.count_matches { "matches" } else { "records" },
+            records_matched: self.records,
+            matches_total: config.count_matches.then_some(self.matches),
+            matches: None,
+            run,
+            held: Vec::new(),
         }
-    }
-
-    fn hit(&self, out: &mut BlockMatches, data: &[u8], start: usize, end: usize, base: u64) {
-        let record = &data[start..end];
-        out.records += 1;
-        if self.count_matches {
-            out.matches += self.matcher.count(record);
-        }
-        if self.list {
-            out.found.push(RecordMatch { offset: base + start as u64, record: record.to_vec() });
-        }
-    }
-
-    fn search(&self, data: &[u8], base: u64) -> BlockMatches {
-        let mut out = BlockMatches::default();
-        let mut pos = 0;
-        if self.block_search {
-            while pos < data.len() {
-                let (start, end, next) = match &self.matcher {
-                    Matcher::Literal(_) => {
-                        let Some((s, e)) = self.matcher.find_at(data, pos) else { break };
-                        if s >= data.len() {
-                            break;
-                        }
-                        let (start, end, next) = self.record_at(data, pos, s);
-                        // A match inside the record is a match of the record alone (module
-                        // doc); one that runs past it is decided below (rule 2).
-                        if e <= end {
-                            self.hit(&mut out, data, start, end, base);
-                            pos = next;
-                            continue;
-                        }
-                        (start, end, next)
-                    }
-                    Matcher::Regex(re) => {
-                        // 1. Some match end `e`, found by a search that stops as soon as a match
-                        //    is complete (`shortest_match_at`; for the lazy DFA the earliest end),
-                        //    so a greedy tail like `a.*` does not run on to the block's end.
-                        let Some(e) = re.shortest_match_at(data, pos) else { break };
-                        let at = if e > pos { e - 1 } else { pos };
-                        if at >= data.len() {
-                            break;
-                        }
-                        // 2. The leftmost match start in the whole records up to the one holding
-                        //    byte e - 1: the first record with a match of its own starts at or
-                        //    after it, and the truncated haystack bounds the greedy search.
-                        let (_, _, limit) = self.record_at(data, pos, at);
-                        match re.find_at(&data[..limit], pos) {
-                            Some(m) if m.start() < limit => self.record_at(data, pos, m.start()),
-                            _ => {
-                                pos = limit;
-                                continue;
-                            }
-                        }
-                    }
-                };
-                if self.matcher.is_match(&data[start..end]) {
-                    self.hit(&mut out, data, start, end, base);
-                }
-                pos = next;
-            }
-        } else {
-            while pos < data.len() {
-                let (start, end, next) = self.record_at(data, pos, pos);
-                if self.matcher.is_match(&data[start..end]) {
-                    self.hit(&mut out, data, start, end, base);
-                }
-                pos = next;
-            }
-        }
-        out
-    }
-}
-
-impl BlockKernel for GrepKernel {
-    type Partial = Result<BlockMatches, Error>;
-
-    fn process(&self, block: &Block<'_>) -> Self::Partial {
-        let mut out = self.search(block.data, block.stream_offset);
-        if !out.found.is_empty() {
-            let bytes: u64 =
-                out.found.iter().map(|m| m.record.len() as u64 + MATCH_OVERHEAD_BYTES).sum();
-            out.held = Some(self.budget.reserve("the matching records", bytes)?);
-        }
-        Ok(out)
     }
 }
 
@@ -456,16 +351,15 @@ where
     let _caches =
         budget.reserve("the regex caches", threads * MATCHER_CACHE_BYTES).map_err(Error::from)?;
     let plan = Plan::file(path, kernel.layout).map_err(Error::from)?;
-    let (mut records, mut matches) = (0u64, 0u64);
+    let mut fold = Fold::default();
     let mut failed: Option<E> = None;
     let run = pipeline.run_ordered(&plan, &kernel, |partial| {
         if failed.is_some() {
             return;
         }
         match partial {
-            Ok(block) => {
-                records += block.records;
-                matches += block.matches;
+            Ok(mut block) => {
+                fold.block(&mut block);
                 if let Err(e) = sink(block) {
                     failed = Some(e);
                 }
@@ -480,15 +374,77 @@ where
     if let Some(e) = failed {
         return Err(e);
     }
-    Ok(GrepReport {
-        count: if config.count_matches { matches } else { records },
-        counting: if config.count_matches { "matches" } else { "records" },
-        records_matched: records,
-        matches_total: config.count_matches.then_some(matches),
-        matches: None,
-        run,
-        held: Vec::new(),
-    })
+    Ok(fold.report(config, run))
+}
+
+/// Searches everything `reader` yields (standard input, a pipe, a device) as [`grep_with`]
+/// searches a file, on the calling thread: reads of about 1 MiB, cut after the last whole
+/// record, each searched as one block. The buffer (grown for a longer record) is reserved from
+/// `budget`. `name` names the stream in errors.
+pub fn grep_reader<E, F>(
+    mut reader: impl Read,
+    name: &Path,
+    config: &GrepConfig,
+    budget: &Budget,
+    mut on_match: F,
+) -> Result<GrepReport, E>
+where
+    E: From<Error>,
+    F: FnMut(&RecordMatch) -> Result<(), E>,
+{
+    let kernel = GrepKernel::new(config, budget.clone())?;
+    let mut held =
+        vec![budget.reserve("the input buffer", READER_CHUNK_BYTES as u64).map_err(Error::from)?];
+    let mut buf = vec![0u8; READER_CHUNK_BYTES];
+    let (mut len, mut base, mut eof) = (0usize, 0u64, false);
+    let mut fold = Fold::default();
+    let started = std::time::Instant::now();
+    while !eof || len > 0 {
+        if !eof && len == buf.len() {
+            held.push(budget.reserve("the input buffer", buf.len() as u64).map_err(Error::from)?);
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = if eof { 0 } else { read_some(&mut reader, &mut buf[len..], name)? };
+        eof |= n == 0;
+        len += n;
+        // Whole records only (rule 5), unless the stream has ended.
+        let cut = match kernel.layout {
+            _ if eof => len,
+            RecordLayout::Delimited(d) => memchr::memrchr(d, &buf[..len]).map_or(0, |i| i + 1),
+            RecordLayout::Fixed(k) => len - len % k.get(),
+        };
+        if cut == 0 {
+            continue;
+        }
+        let mut block = kernel.search_block(&buf[..cut], base);
+        fold.block(&mut block);
+        block.found.iter().try_for_each(&mut on_match)?;
+        buf.copy_within(cut..len, 0);
+        (len, base) = (len - cut, base + cut as u64);
+    }
+    drop(held);
+    let seconds = started.elapsed().as_secs_f64();
+    let run = RunStats {
+        engine: "reader".to_string(),
+        backend: "read".to_string(),
+        bytes_read: base,
+        seconds,
+        bandwidth_bytes_per_s: if seconds > 0.0 { base as f64 / seconds } else { 0.0 },
+        block_size: READER_CHUNK_BYTES,
+        ..RunStats::default()
+    };
+    Ok(fold.report(config, run))
+}
+
+/// One `read` into `buf`, retried on `Interrupted`; an error names the stream and offset.
+fn read_some(reader: &mut impl Read, buf: &mut [u8], name: &Path) -> Result<usize, Error> {
+    loop {
+        match reader.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(Error::Open { path: name.to_path_buf(), source }),
+        }
+    }
 }
 
 #[cfg(test)]

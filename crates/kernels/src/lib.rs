@@ -58,7 +58,9 @@
 //!   stats/kernel.rs    StatsKernel (a block's BlockStats) and StatsFold (stream-order fold)
 //!   stats/histogram.rs NumPy's bin assignment; counts in scratch arrays or atomics
 //!   stats/report.rs    Figures, StatsReport and Number, as they print in JSON
-//! grep.rs              the grep pass: GrepConfig, GrepKernel, grep(), grep_with()
+//! grep.rs              the grep pass: GrepConfig, grep(), grep_with(), grep_reader()
+//!   grep/search.rs     GrepKernel: pattern list, block-wide search, inverting, context
+//!   grep/gnu.rs        GnuPrinter: GNU grep's output format (prefixes, `--`, -o)
 //! kmeans.rs            k-means (Lloyd), one streaming pass per iteration: contract, kmeans()
 //!   kmeans/config.rs   KmeansConfig and Init, from fields or hints
 //!   kmeans/init.rs     initial centres: a file, or k-means++ on a seeded sample

@@ -128,7 +128,8 @@ pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, Error> {
         ));
     }
     let mut text = prefix[start.min(prefix.len())..].to_vec();
-    let missing = start + len - prefix.len().max(start);
+    // `prefix` may already hold more than the header (a short header in a long probe).
+    let missing = (start + len).saturating_sub(prefix.len().max(start));
     (&mut file).take(missing as u64).read_to_end(&mut text).map_err(open_err)?;
     text.truncate(len);
     if text.len() < len {

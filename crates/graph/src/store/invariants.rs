@@ -40,13 +40,13 @@ pub fn check_open(
     if ids.windows(2).any(|w| w[0] >= w[1]) {
         return Err(Error::corrupt(dir.join("ids.bin"), "ids are not strictly increasing"));
     }
+    let edges = meta.part.map_or(meta.num_edges, |part| part.graph_edges);
     for (name, d) in [("out_degree.bin", out_deg), ("in_degree.bin", in_deg)] {
-        let edges = meta.part.map_or(meta.num_edges, |part| part.graph_edges);
         if d.iter().map(|&x| x as u64).sum::<u64>() != edges {
             return Err(Error::corrupt(dir.join(name), "degrees do not add up to |E|"));
         }
     }
-    if meta.self_loops > meta.num_edges {
+    if meta.self_loops > edges {
         return Err(Error::corrupt(dir.join("meta.json"), "more self loops than edges"));
     }
     if !meta.directed && out_deg != in_deg {

@@ -81,7 +81,18 @@ where
             let (offset, len) = (w.next(), w.next() as usize);
             let record = w.0[..len].to_vec();
             rest = &w.0[len..];
-            on_match(&RecordMatch { offset, record })?;
+            // Selected lines only: distributed grep takes no context, line numbers or -o.
+            let end = offset + record.len() as u64 + 1;
+            let m = RecordMatch {
+                offset,
+                record,
+                end,
+                selected: true,
+                line: 0,
+                binary: false,
+                spans: Vec::new(),
+            };
+            on_match(&m)?;
         }
     }
     Ok(DistGrepReport {

@@ -36,7 +36,7 @@ fn records(data: &[u8], record_size: Option<usize>) -> Vec<(u64, &[u8])> {
 }
 
 /// (records matched, matches, listed records).
-fn naive(data: &[u8], config: &GrepConfig) -> (u64, u64, Vec<RecordMatch>) {
+fn naive(data: &[u8], config: &GrepConfig) -> (u64, u64, Vec<(u64, Vec<u8>)>) {
     let pattern =
         if config.fixed_strings { regex::escape(&config.pattern) } else { config.pattern.clone() };
     let pattern = if config.ignore_case { format!("(?i){pattern}") } else { pattern };
@@ -47,7 +47,7 @@ fn naive(data: &[u8], config: &GrepConfig) -> (u64, u64, Vec<RecordMatch>) {
         if k > 0 {
             n += 1;
             m += k;
-            list.push(RecordMatch { offset, record: record.to_vec() });
+            list.push((offset, record.to_vec()));
         }
     }
     (n, m, list)
@@ -77,8 +77,13 @@ fn check_on(data: &[u8], config: &GrepConfig, block_size: usize, way: usize) {
         let what = format!("{config:?} on {:?} (path {way})", String::from_utf8_lossy(data));
         assert_eq!(r.records_matched, n, "{what}");
         assert_eq!(r.count, if count_matches { m } else { n }, "{what}");
-        assert_eq!(r.matches.as_ref(), Some(&list), "{what}");
+        assert_eq!(r.matches.as_deref().map(pairs), Some(list.clone()), "{what}");
     }
+}
+
+/// The (offset, bytes) of listed records.
+fn pairs(found: &[RecordMatch]) -> Vec<(u64, Vec<u8>)> {
+    found.iter().map(|m| (m.offset, m.record.clone())).collect()
 }
 
 fn config(pattern: &str) -> GrepConfig {
@@ -276,5 +281,132 @@ proptest! {
             ..config(pattern)
         };
         check_on(&data, &c, 4096 * k, way);
+    }
+}
+
+/// Everything a printer gets from one pass: selected flag, line, offset, end, record, spans.
+type Listed = Vec<(bool, u64, u64, u64, Vec<u8>, Vec<(u32, u32)>)>;
+
+fn listed(found: &[RecordMatch]) -> Listed {
+    found
+        .iter()
+        .map(|m| (m.selected, m.line, m.offset, m.end, m.record.clone(), m.spans.clone()))
+        .collect()
+}
+
+/// GNU-format bytes of a pass over `path` with `block_size`, and the same through `grep_reader`.
+fn printed(path: &Path, c: &GrepConfig, block_size: usize) -> (Vec<u8>, Vec<u8>) {
+    let opts = gnu::GnuOptions {
+        line_numbers: c.line_numbers,
+        byte_offset: true,
+        only_matching: c.only_matching,
+        before: c.before_context,
+        after: c.after_context,
+        text: c.text,
+    };
+    let pipeline = PipelineBuilder::new().block_size(block_size).build().unwrap();
+    let mut a = gnu::GnuPrinter::new(Vec::new(), opts);
+    a.start_file(Some(b"f"));
+    grep_with(path, c, &pipeline, &Budget::unlimited(), |m| {
+        a.record(m).map_err(|_| Error::BadHint { hint: "io".into() })
+    })
+    .unwrap();
+    let mut b = gnu::GnuPrinter::new(Vec::new(), opts);
+    b.start_file(Some(b"f"));
+    let file = std::fs::File::open(path).unwrap();
+    grep_reader(file, path, c, &Budget::unlimited(), |m| {
+        b.record(m).map_err(|_| Error::BadHint { hint: "io".into() })
+    })
+    .unwrap();
+    (std::mem::take(a.get_mut()), std::mem::take(b.get_mut()))
+}
+
+#[test]
+fn rule7_invert_and_line_numbers_agree_with_the_reference() {
+    let data = b"foo\nbar\n\nfoo bar\r\nbaz";
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v.txt");
+    std::fs::write(&p, data).unwrap();
+    let recs = records(data, None);
+    for invert in [false, true] {
+        let c = GrepConfig { invert, line_numbers: true, count: false, ..config("foo") };
+        let want: Vec<(u64, u64)> = recs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, r))| r.windows(3).any(|w| w == b"foo") != invert)
+            .map(|(i, (o, _))| (i as u64 + 1, *o))
+            .collect();
+        let r = run(&p, &c, 4096);
+        let got: Vec<(u64, u64)> = r.matches.unwrap().iter().map(|m| (m.line, m.offset)).collect();
+        assert_eq!(got, want, "invert {invert}");
+        assert_eq!(run(&p, &GrepConfig { count: true, ..c }, 4096).count, want.len() as u64);
+    }
+}
+
+#[test]
+fn rule8_records_from_the_first_block_with_a_nul_are_binary() {
+    let mut data: Vec<u8> = (0..2000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    data[9000] = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("b.bin");
+    std::fs::write(&p, &data).unwrap();
+    let c = GrepConfig { count: false, ..config("line") };
+    let found = run(&p, &c, 4096).matches.unwrap();
+    assert!(found.iter().all(|m| m.binary == (m.offset >= 8192)), "block 2 holds byte 9000");
+    let c = GrepConfig { text: true, ..c };
+    assert!(run(&p, &c, 4096).matches.unwrap().iter().all(|m| !m.binary));
+}
+
+#[test]
+fn grep_reader_reads_records_longer_than_its_buffer() {
+    let mut data = vec![b'x'; 3 << 20];
+    data.extend_from_slice(b"y\nshort y\nlast");
+    let c = GrepConfig { count: false, ..config("y$") };
+    let mut seen = Vec::new();
+    let r = grep_reader(&data[..], Path::new("-"), &c, &Budget::unlimited(), |m| {
+        seen.push((m.offset, m.record.len()));
+        Ok::<(), Error>(())
+    })
+    .unwrap();
+    assert_eq!((r.count, seen), (2, vec![(0, (3 << 20) + 1), ((3 << 20) + 2, 7)]));
+    assert_eq!(r.run.bytes_read, data.len() as u64);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Rules 5 and 7: what is listed (selected and context records, lines, spans) and what the
+    /// GNU printer makes of it do not depend on the block size or on the path (pipeline or
+    /// reader); the selected records are the reference's.
+    #[test]
+    fn listing_with_context_does_not_depend_on_blocks(
+        data in prop::collection::vec(prop::sample::select(b"aab \r\n\n\n".to_vec()), 0..30_000),
+        pattern in prop::sample::select(&["a", "ab", "^$", "b\\r", "a+"][..]),
+        invert in any::<bool>(),
+        before in 0usize..4,
+        after in 0usize..4,
+        only_matching in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.txt");
+        std::fs::write(&p, &data).unwrap();
+        let c = GrepConfig {
+            count: false, invert, line_numbers: true, only_matching,
+            before_context: before, after_context: after, ..config(pattern)
+        };
+        let small = run(&p, &c, 4096).matches.unwrap();
+        let selected: Vec<(u64, Vec<u8>)> =
+            small.iter().filter(|m| m.selected).map(|m| (m.offset, m.record.clone())).collect();
+        let re = Regex::new(pattern).unwrap();
+        let want: Vec<(u64, Vec<u8>)> = records(&data, None).into_iter()
+            .filter(|(_, r)| re.is_match(r) != invert).map(|(o, r)| (o, r.to_vec())).collect();
+        prop_assert_eq!(selected, want);
+        let (a, b) = printed(&p, &c, 4096);
+        let (a2, _) = printed(&p, &c, 1 << 16);
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(&a, &a2);
+        if before + after == 0 {
+            prop_assert_eq!(listed(&small), listed(&run(&p, &c, 1 << 20).matches.unwrap()));
+        }
     }
 }

@@ -1,0 +1,292 @@
+//! The fuzz targets: one per parser, each calling the library's entry point for that input on
+//! the mutated bytes (written to a scratch file where the parser reads files) and returning its
+//! outcome. An `Err` is a pass; a panic is a crash (the driver catches it).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use sluice_graph::import::{BinWeight, Format, ImportOptions, fuzz};
+use sluice_io::{Budget, Pipeline, PipelineBuilder};
+use sluice_kernels::{GrepConfig, GrepKernel, Hinted, KmeansConfig, StatsConfig, hints, npy};
+
+/// What every target shares: the scratch directory, a pipeline (unused by the parsers, which
+/// read whole files), and the fixed companions of an LDBC input.
+pub(crate) struct Ctx {
+    pub(crate) dir: PathBuf,
+    pipeline: Pipeline,
+    ldbc: [Vec<u8>; 3],
+}
+
+/// One fuzz target.
+pub(crate) struct Target {
+    pub(crate) name: &'static str,
+    /// Tokens the mutator inserts.
+    pub(crate) dict: &'static [&'static [u8]],
+    /// Largest input, bytes.
+    pub(crate) max_len: usize,
+    pub(crate) run: fn(&Ctx, &[u8]) -> Result<()>,
+}
+
+impl Ctx {
+    pub(crate) fn new(dir: PathBuf, shared: &Path) -> Result<Ctx> {
+        let pipeline =
+            PipelineBuilder::new().block_size(1 << 16).io_threads(1).workers(1).build()?;
+        let ex = shared.join("ldbc/example-directed/example-directed");
+        let read = |ext: &str| std::fs::read(ex.with_extension(ext)).unwrap_or_default();
+        let props = String::from_utf8_lossy(&read("properties"))
+            .replace("example-directed.v", "g.v")
+            .replace("example-directed.e", "g.e")
+            .into_bytes();
+        Ok(Ctx { dir, pipeline, ldbc: [props, read("v"), read("e")] })
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        std::fs::write(&path, data)?;
+        Ok(path)
+    }
+
+    fn import(&self, path: PathBuf, opts: ImportOptions) -> Result<()> {
+        fuzz::parse_input(&[path], &opts, &self.pipeline)?;
+        Ok(())
+    }
+
+    /// An LDBC input with file `which` (0 properties, 1 `.v`, 2 `.e`) replaced by `data`.
+    fn ldbc(&self, which: usize, data: &[u8]) -> Result<()> {
+        let mut files = self.ldbc.clone();
+        files[which] = data.to_vec();
+        for (name, bytes) in ["g.properties", "g.v", "g.e"].iter().zip(&files) {
+            self.write(name, bytes)?;
+        }
+        self.import(self.dir.join("g.properties"), ImportOptions::new(Format::Ldbc))
+    }
+}
+
+fn npy_header(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    npy::read_header(&ctx.write("x.npy", data)?)?;
+    Ok(())
+}
+
+fn snap(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    let opts = ImportOptions { directed: Some(true), ..ImportOptions::new(Format::Snap) };
+    ctx.import(ctx.write("g.txt", data)?, opts)
+}
+
+fn mtx(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    ctx.import(ctx.write("g.mtx", data)?, ImportOptions::new(Format::Mtx))
+}
+
+fn ldbc_properties(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    ctx.ldbc(0, data)
+}
+
+fn ldbc_v(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    ctx.ldbc(1, data)
+}
+
+fn ldbc_e(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    ctx.ldbc(2, data)
+}
+
+/// Byte 0 picks the id width and the weight column; the rest is the file.
+fn bin_edges(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    let (&mode, body) = data.split_first().unwrap_or((&0, &[]));
+    let opts = ImportOptions {
+        directed: Some(true),
+        id_bytes: Some(if mode & 1 == 0 { 4 } else { 8 }),
+        bin_weight: [BinWeight::None, BinWeight::F32, BinWeight::F64][(mode as usize >> 1) % 3],
+        ..ImportOptions::new(Format::Bin)
+    };
+    ctx.import(ctx.write("g.bin", body)?, opts)
+}
+
+/// The mutated `meta.json` with its own checksum recomputed (as a hand edit would do, issue 17
+/// defect 5), so that the structural checks after the checksum are reached.
+fn store_meta(ctx: &Ctx, data: &[u8]) -> Result<()> {
+    let mut data = data.to_vec();
+    let key = b"\"meta_crc32\": \"";
+    if let Some(pos) = data.windows(key.len()).position(|w| w == key) {
+        let start = pos + key.len();
+        if data.len() >= start + 8 {
+            data[start..start + 8].copy_from_slice(b"00000000");
+            let crc = format!("{:08x}", crc32fast::hash(&data));
+            data[start..start + 8].copy_from_slice(crc.as_bytes());
+        }
+    }
+    ctx.write("meta.json", &data)?;
+    sluice_graph::store::read_meta(&ctx.dir)?;
+    Ok(())
+}
+
+/// Byte 0 picks P (1..=16) and, by its top bit, whether the store is weighted (the index then
+/// ends with the weights' block CRCs); bytes 1..9 the edge count (LE); the rest is the index.
+fn store_index(_ctx: &Ctx, data: &[u8]) -> Result<()> {
+    if data.len() < 9 {
+        return Ok(());
+    }
+    let p = 1 + u64::from(data[0] % 16);
+    let edges = u64::from_le_bytes(data[1..9].try_into()?);
+    fuzz::grid_index(&data[9..], p, edges, data[0] & 0x80 != 0)?;
+    Ok(())
+}
+
+/// Lines of `KEY=VALUE`, applied to every kernel's configuration; a grep configuration that
+/// takes them is compiled.
+fn hint_pairs(_ctx: &Ctx, data: &[u8]) -> Result<()> {
+    let text = String::from_utf8_lossy(data);
+    let pairs = hints::parse_pairs(&text.lines().collect::<Vec<_>>())?;
+    let _ = StatsConfig::default().apply_hints(&pairs);
+    let _ = KmeansConfig::default().apply_hints(&pairs);
+    let mut grep = GrepConfig::new("x");
+    if grep.apply_hints(&pairs).is_ok() {
+        GrepKernel::new(&grep, Budget::unlimited())?;
+    }
+    Ok(())
+}
+
+fn memory_size(_ctx: &Ctx, data: &[u8]) -> Result<()> {
+    let bytes = sluice_io::parse_size(&String::from_utf8_lossy(data))?;
+    Budget::new(bytes)?;
+    Ok(())
+}
+
+pub(crate) const TARGETS: &[Target] = &[
+    Target {
+        name: "npy",
+        dict: &[
+            b"\x93NUMPY",
+            b"\x01\x00",
+            b"\x02\x00",
+            b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }",
+            b"'descr'",
+            b"'shape'",
+            b"'fortran_order'",
+            b"True",
+            b"False",
+            b"'<f8'",
+            b"'|u1'",
+            b"'>i4'",
+            b"'<f2'",
+            b"'<c16'",
+            b"(",
+            b")",
+            b",",
+            b"{",
+            b"}",
+            b":",
+        ],
+        max_len: 4096,
+        run: npy_header,
+    },
+    Target {
+        name: "snap",
+        dict: &[b"#", b"\n", b"\t", b",", b"\r\n", b" 0.5"],
+        max_len: 8192,
+        run: snap,
+    },
+    Target {
+        name: "mtx",
+        dict: &[
+            b"%%MatrixMarket",
+            b"matrix",
+            b"coordinate",
+            b"array",
+            b"real",
+            b"integer",
+            b"pattern",
+            b"complex",
+            b"general",
+            b"symmetric",
+            b"skew-symmetric",
+            b"hermitian",
+            b"%",
+            b"\n",
+        ],
+        max_len: 8192,
+        run: mtx,
+    },
+    Target {
+        name: "ldbc-properties",
+        dict: &[
+            b"graph.g.",
+            b"vertex-file",
+            b"edge-file",
+            b"directed",
+            b"= true",
+            b"= false",
+            b"meta.vertices",
+            b"meta.edges",
+            b"edge-properties.names",
+            b"weight",
+            b"real",
+            b"g.v",
+            b"g.e",
+            b"\n",
+            b"=",
+        ],
+        max_len: 4096,
+        run: ldbc_properties,
+    },
+    Target { name: "ldbc-v", dict: &[b"\n", b" ", b"\r"], max_len: 4096, run: ldbc_v },
+    Target { name: "ldbc-e", dict: &[b"\n", b" ", b"\r", b" 0.5"], max_len: 4096, run: ldbc_e },
+    Target {
+        name: "bin-edges",
+        dict: &[b"\0\0\0\0", b"\xff\xff\xff\xff", b"\0\0\x80\x7f", b"\0\0\xc0\x7f"],
+        max_len: 4096,
+        run: bin_edges,
+    },
+    Target {
+        name: "store-meta",
+        dict: &[
+            b"\"format\"",
+            b"\"version\"",
+            b"null",
+            b"true",
+            b"-1",
+            b"1e999",
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b"\"",
+            b":",
+            b",",
+        ],
+        max_len: 8192,
+        run: store_meta,
+    },
+    Target {
+        name: "store-index",
+        dict: &[b"\0\0\0\0\0\0\0\0", b"\xff\xff\xff\xff\xff\xff\xff\xff"],
+        max_len: 4096,
+        run: store_index,
+    },
+    Target {
+        name: "hints",
+        dict: &[
+            b"=",
+            b"\n",
+            b"pattern=",
+            b"record_size=",
+            b"count=true",
+            b"before_context=",
+            b"dtype=",
+            b"bins=",
+            b"range=",
+            b"endian=",
+            b"k=",
+            b"tolerance=",
+            b"max_iterations=",
+            b"seed=",
+            b"init=",
+        ],
+        max_len: 512,
+        run: hint_pairs,
+    },
+    Target {
+        name: "memory",
+        dict: &[b"K", b"M", b"G", b"T", b"P", b"E", b"iB", b"B", b".", b" "],
+        max_len: 64,
+        run: memory_size,
+    },
+];
