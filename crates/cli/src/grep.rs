@@ -1,5 +1,5 @@
 //! `sluice grep [OPTIONS] PATTERN [FILE...]`: grep as people use it, over the block pipeline.
-//! Parses the flags into a [`GrepConfig`] (hints after flags, so a hint wins), expands the
+//! Parses the flags into a [`GrepConfig`] (a hint that contradicts a flag is an error), expands the
 //! inputs (a directory is walked; no FILE, or `-`, is standard input), searches each one
 //! ([`search`]: one streaming pass of a regular file, or [`grep::grep_reader`] for a stream) and
 //! prints in GNU grep's format ([`GnuPrinter`]). Exit status as GNU grep: 0 if a line was
@@ -164,10 +164,7 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         text: args.text,
         record_size: None,
     };
-    if let Some(n) = &args.record_size {
-        config.apply_hint("record_size", n).context("--record-size")?;
-    }
-    config.apply_hints(&hints::parse_pairs(&args.hints)?).context("--hint")?;
+    crate::common::apply_flags(&mut config, &[("record_size", &args.record_size)], &args.hints)?;
     let budget = args.pipeline.budget()?;
     // Compile once before any file: a bad pattern is an error of the run, not of a file.
     sluice_kernels::GrepKernel::new(&config, budget.clone())?;

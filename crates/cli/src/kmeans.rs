@@ -1,6 +1,6 @@
 //! `sluice kmeans FILE --k K`: Lloyd's k-means over the records of a typed array, one streaming
-//! pass per iteration. Parses the flags into a [`KmeansConfig`] (hints applied after the flags,
-//! so a hint wins), calls [`sluice_kernels::kmeans::kmeans`], writes the centres and prints a
+//! pass per iteration. Parses the flags into a [`KmeansConfig`] (a hint that contradicts a flag
+//! is an error), calls [`sluice_kernels::kmeans::kmeans`], writes the centres and prints a
 //! summary or one JSON object. Under `mpirun` it runs [`sluice_kernels::dist::kmeans`] on every
 //! rank (`crate::dist`): each reads its stripe, and rank 0 writes and prints the same result,
 //! bit for bit, as one process.

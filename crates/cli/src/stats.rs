@@ -1,5 +1,5 @@
 //! `sluice stats FILE`: statistics of a typed array (.npy, or raw with --dtype) in one streaming
-//! pass. Parses the flags into a [`StatsConfig`] (hints applied after the flags, so a hint wins),
+//! pass. Parses the flags into a [`StatsConfig`] (a hint that contradicts a flag is an error),
 //! calls [`sluice_kernels::stats::stats`], and prints a small table or one JSON object.
 //! Under `mpirun`, or given parts, it runs [`sluice_kernels::dist::stats`] on every rank
 //! (`crate::dist`): each reads its stripe or parts, and rank 0 prints the same figures, bit for

@@ -1,5 +1,5 @@
 //! `sluice vren FILE -o image.png`: volume rendering in one streaming pass. Parses the flags
-//! into a [`VrenConfig`] (hints applied after the flags, so a hint wins), calls
+//! into a [`VrenConfig`] (a hint that contradicts a flag is an error), calls
 //! [`sluice_kernels::vren::render_to_png`], and prints a line or one JSON object.
 
 use std::path::PathBuf;
