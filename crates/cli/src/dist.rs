@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use sluice_bsp::{Args, Ctx, ExecConfig};
 use sluice_io::Budget;
 use sluice_kernels::{GrepConfig, RecordMatch};
@@ -36,16 +36,13 @@ pub(crate) struct Ranked<R> {
 pub(crate) fn run<R: Send>(
     job: impl Fn(&mut Ctx) -> anyhow::Result<R> + Sync,
 ) -> anyhow::Result<Ranked<R>> {
+    // `main` refused a binary without MPI started as one of several ranks.
     let ranks = launched_ranks().unwrap_or(1);
-    if ranks > 1 && !cfg!(feature = "mpi") {
-        bail!(
-            "started by mpirun as one of {ranks} ranks, but this sluice was built without MPI \
-             (build it with `cargo build --release -p sluice --features mpi`)"
-        );
-    }
     #[cfg(feature = "mpi")]
     if ranks > 1 && !sluice_bsp::mpi::selected() {
-        bail!("started by mpirun as one of {ranks} ranks, but SLUICE_BSP_ENGINE is not mpi");
+        anyhow::bail!(
+            "started by mpirun as one of {ranks} ranks, but SLUICE_BSP_ENGINE is not mpi"
+        );
     }
     let p = u32::try_from(ranks).context("rank count")?;
     let out = Mutex::new(None);

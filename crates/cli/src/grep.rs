@@ -14,7 +14,7 @@ use anyhow::Context;
 use sluice_io::{Budget, Pipeline};
 use sluice_kernels::grep::gnu::{GnuOptions, GnuPrinter};
 use sluice_kernels::grep::{self, GrepReport};
-use sluice_kernels::{GrepConfig, Hinted, RecordMatch, hints};
+use sluice_kernels::{GrepConfig, RecordMatch};
 
 use crate::common::{PipelineArgs, Progress, write_or_close};
 

@@ -59,6 +59,15 @@ fn main() -> ExitCode {
     // First, before any thread starts: SIGINT/SIGTERM/SIGHUP become a clean exit (130/143/129)
     // with every temporary removed (`sluice_io::output::signals`).
     sluice_io::output::signals::install();
+    // Started by mpirun as one of several ranks, a binary without the MPI backend would run N
+    // independent copies writing one output: refuse, in every subcommand (issue 12).
+    if let Some(ranks) = dist::launched_ranks().filter(|&n| n > 1 && !cfg!(feature = "mpi")) {
+        eprintln!(
+            "sluice: started by mpirun as one of {ranks} ranks, but this sluice was built without \
+             MPI (build it with `cargo build --release -p sluice --features mpi`)"
+        );
+        return ExitCode::from(2);
+    }
     let args = Args::parse();
     // A closed stdout (`>&-`) would lose every report silently (Rust's stdout ignores EBADF),
     // and the next file opened would take descriptor 1: refuse to start (issue 17).

@@ -171,7 +171,7 @@ pub(crate) fn grep(
         ignore_case,
         count_matches,
         count: count || count_matches,
-        record_size: None,
+        ..GrepConfig::default()
     };
     hint(&mut config, "record_size", record_size.map(|n| n.to_string()))?;
     config.layout().map_err(|e| errors::kernel(&e))?;

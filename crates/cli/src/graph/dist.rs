@@ -41,13 +41,6 @@ pub(super) struct Job<'a> {
     pub(super) pipeline: &'a PipelineArgs,
 }
 
-/// Ranks of the MPI job this process belongs to (1 outside `mpirun`).
-fn mpi_ranks() -> Option<u32> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().and_then(|s| s.parse().ok()))
-}
-
 /// Rank 0's outcome: figures and costs.
 struct Outcome {
     figures: serde_json::Value,
@@ -59,12 +52,10 @@ struct Outcome {
 pub(super) fn run(job: Job<'_>, algo: Algo, name: &str) -> anyhow::Result<ExitCode> {
     let parts = partition::read_parts(job.store)
         .with_context(|| format!("open {}", job.store.display()))?;
-    let ranks = match mpi_ranks() {
-        Some(n) if n > 1 && !cfg!(feature = "mpi") => bail!(
-            "running on {n} MPI ranks, but this sluice was built without MPI: \
-             rebuild with `cargo build --release -p sluice --features mpi`"
-        ),
-        Some(n) => n,
+    // Under mpirun one part per rank (`main` refused a binary without MPI already); outside
+    // it, one BSP process (thread) per part.
+    let ranks = match crate::dist::launched_ranks() {
+        Some(n) => u32::try_from(n).context("rank count")?,
         None => parts.ranks,
     };
     if ranks != parts.ranks {
