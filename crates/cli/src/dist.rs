@@ -82,7 +82,9 @@ pub(crate) fn grep(
         // is kept and reported once the collective run is over.
         let (mut closed, mut first, mut failed) = (false, true, None);
         if printing && json && !config.count {
-            write_or_close(&mut closed, out.write_all(b"{\"matches\":["))?;
+            // As one process prints it: the file, then its matches.
+            let head = format!("{{\"path\":{},\"matches\":[", serde_json::to_string(file)?);
+            write_or_close(&mut closed, out.write_all(head.as_bytes()))?;
         }
         let on_match = |m: &RecordMatch| {
             if closed || failed.is_some() {
