@@ -8,6 +8,7 @@ within 10 s, naming the rank and the file.
 Needs a sluice built with `--features mpi` (SLUICE_BIN) and OpenMPI; skips, saying so, without.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -152,8 +153,8 @@ def test_kronecker_with_several_partitions_equals_one_process(tmp_path, sluice, 
 
 def read_values_first(sluice, store, tmp_path):
     """A well-connected root: the original id of the highest PageRank (--top 1)."""
-    r = sluice("graph", "pagerank", store, "--iterations", 1, "--top", 1, check=True)
-    return r.stdout.split()[0]
+    r = sluice("graph", "pagerank", store, "--iterations", 1, "--top", 1, "--json", check=True)
+    return str(json.loads(r.stdout)["top"][0][0])
 
 
 def test_a_corrupt_part_fails_every_rank_within_10_s(tmp_path, sluice, mpi):
