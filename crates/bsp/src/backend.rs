@@ -40,6 +40,9 @@ pub(crate) trait Backend {
     fn nprocs(&self) -> Pid;
     /// Processors available to a nested exec from this process (LPF's `free_p`, ≥ 1).
     fn free_p(&self) -> Pid;
+    /// The runtime's total number of processors (LPF's `p` of `lpf_probe`: the same at the
+    /// root, in a section and in a nested section).
+    fn total_p(&self) -> Pid;
     /// Number of completed syncs.
     fn syncs(&self) -> u64;
     /// Returns true if and only if this context is in the failure state.
@@ -55,7 +58,7 @@ pub(crate) trait Backend {
 
     /// LPF's `lpf_probe`.
     fn probe(&self) -> Machine {
-        Machine::new(self.nprocs(), self.free_p())
+        Machine::new(self.total_p(), self.free_p())
     }
 
     /// LPF's `lpf_register_global`.

@@ -197,8 +197,12 @@ impl Ctx {
     /// slot of this process) to `dst[dst_offset..]` (a global slot) on process `dst_pid`.
     /// Complete when the next [`Ctx::sync`] returns.
     ///
-    /// Errors: `QueueFull` (mitigable, no effect); `BadPid`, `BadSlot`, `OutOfBounds` (fatal;
-    /// destination bounds are checked at the sync, by the destination).
+    /// A message past the queue capacity in force is accepted (the queues grow; LPF leaves it
+    /// undefined and its Release engine accepts it) except on the `Checked` backend, which
+    /// refuses it with `QueueFull`.
+    ///
+    /// Errors: `QueueFull` (`Checked` only; mitigable, no effect); `BadPid`, `BadSlot`,
+    /// `OutOfBounds` (fatal; destination bounds are checked at the sync, by the destination).
     #[inline]
     pub fn put(
         &mut self,
@@ -298,5 +302,5 @@ where
     if crate::mpi::selected() {
         return crate::mpi::run_exec(config, p, &spmd, args);
     }
-    threads::run_exec(config.root_p(), config.checked, p, &spmd, args)
+    threads::run_exec(config.root_p(), config.root_p(), config.checked, p, &spmd, args)
 }

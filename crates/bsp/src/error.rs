@@ -30,7 +30,8 @@ pub enum Error {
         /// The requested number of entries.
         requested: usize,
     },
-    /// The message queue capacity (effective since the last sync) is exhausted (mitigable).
+    /// The message queue capacity (effective since the last sync) is exhausted (mitigable;
+    /// reported by the `Checked` backend only, the fast path lets the queues grow).
     #[error("message queue full: capacity {capacity} already used by this superstep")]
     QueueFull {
         /// The capacity in force.

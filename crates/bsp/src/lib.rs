@@ -41,7 +41,7 @@
 //! # What is checked where
 //! | check | fast path (threads backend) | `Checked` backend ([`ExecConfig::checked`], `SLUICE_BSP_CHECKED=1`) |
 //! |---|---|---|
-//! | message queue capacity, origin end | at put/get: `QueueFull`, mitigable, no effect | same |
+//! | message queue capacity, origin end | accepted (LPF: undefined, its Release engine accepts; queues grow on demand) | at put/get: `QueueFull`, mitigable, no effect |
 //! | message queue capacity, target ends | accepted (LPF: undefined; queues grow on demand) | at sync: `QueueOverflow`, fatal |
 //! | register capacity | at registration: `RegisterFull`, mitigable, no effect | same |
 //! | resize that cannot be allocated | at the call: `OutOfMemory`, mitigable | same |

@@ -104,7 +104,9 @@ where
     let (rank, size) = (raw::rank(world), raw::size(world));
     let n = (p as usize).min(config.max_p.map_or(size, |m| m as usize)).min(size).max(1);
     let args = if rank == 0 { args } else { Args::for_peer(args.symbols) };
-    run_section(world, rank < n, config.checked, spmd, args)
+    // LPF's p: the processors of the root (every rank the exec may use), not this section's.
+    let total = size.min(config.max_p.map_or(size, |m| m as usize)).max(1) as Pid;
+    run_section(world, rank < n, total, config.checked, spmd, args)
 }
 
 /// LPF's `lpf_hook` on MPI: runs `spmd` on every rank of `comm` (collective over `comm`);
@@ -117,16 +119,18 @@ where
     F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
 {
     let parent = raw::dup(Comm(comm.as_raw()));
-    let result = run_section(parent, true, ExecConfig::default().checked, &spmd, args);
+    let total = raw::size(parent) as Pid;
+    let result = run_section(parent, true, total, ExecConfig::default().checked, &spmd, args);
     raw::free(parent);
     result
 }
 
 /// Runs one section on the ranks of `parent` with `member` set (collective over `parent`),
-/// then gathers its result on every rank of `parent`.
+/// then gathers its result on every rank of `parent`. `total` is what `probe` reports as `p`.
 pub(crate) fn run_section<F>(
     parent: Comm,
     member: bool,
+    total: Pid,
     checked: bool,
     spmd: &F,
     args: Args<'_>,
@@ -138,7 +142,7 @@ where
     let mut outcome = None;
     if let Some(comm) = section {
         let (pid, p) = (raw::rank(comm), raw::size(comm));
-        let mut ctx = Ctx::from_mpi(MpiProcess::new(comm, pid, p, checked));
+        let mut ctx = Ctx::from_mpi(MpiProcess::new(comm, pid, p, total, checked));
         let ran = catch_unwind(AssertUnwindSafe(|| spmd(&mut ctx, pid as Pid, p as Pid, args)));
         let mut proc = ctx.into_mpi();
         if let Err(payload) = ran {

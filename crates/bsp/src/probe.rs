@@ -22,7 +22,8 @@ use crate::{Args, Error, ExecConfig, Pid};
 /// LPF's `lpf_machine_t`: processes and cost functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Machine {
-    /// Processes of this section (at the root: the processors the runtime may use).
+    /// The runtime's total number of processors: the same at the root, in a section and in a
+    /// nested section (LPF's `lpf_machine_t::p`; a section's own size is [`crate::Ctx::nprocs`]).
     pub p: Pid,
     /// Processors available to a nested exec from here (≥ 1).
     pub free_p: Pid,
@@ -260,6 +261,7 @@ fn quick_measure(p: Pid) -> Result<(f64, f64, f64), Error> {
     // (probe may be called by one rank alone); under MPI the table comes from
     // `sluice bsp bench --backend mpi` (`CostTable::default_path_mpi`).
     crate::threads::run_exec(
+        p,
         p,
         false,
         p,

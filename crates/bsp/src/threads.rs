@@ -12,11 +12,12 @@
 //! 3. A process leaves `sync` only after every process whose requests touch its memory, or whose
 //!    memory its requests touch, finished its data phase. Processes with no traffic leave right
 //!    after B1, so an empty sync costs one barrier.
-//! 4. Capacities: a put/get needs room for its origin end (and its target end when the target is
-//!    the caller) in the queue capacity in force, else `QueueFull` with no effect. Under the
-//!    `Checked` backend every process also checks, at the sync, origin + target ends of its
-//!    messages against its capacity (`QueueOverflow`, fatal); the fast path accepts an excess
-//!    of target ends (LPF leaves it undefined; the pair queues grow on demand). Resizes apply at
+//! 4. Capacities: under the `Checked` backend a put/get needs room for its origin end (and its
+//!    target end when the target is the caller) in the queue capacity in force, else
+//!    `QueueFull` with no effect, and every process also checks, at the sync, origin + target
+//!    ends of its messages against its capacity (`QueueOverflow`, fatal). The fast path
+//!    accepts an excess of either end (LPF leaves it undefined and its Release engine accepts
+//!    it; the pair queues grow on demand). Resizes apply at
 //!    the end of the next sync; the last call wins.
 //! 5. Failure: a fatal error poisons the context and sets the group's `fail_epoch` to the first
 //!    barrier this process will not enter; every peer waiting in (or later entering) that
@@ -73,7 +74,7 @@ impl Init {
 
     /// Like [`Init::group`], with the backend options of `config` (`max_p` is ignored).
     pub fn group_with(nprocs: Pid, config: &ExecConfig) -> Vec<Init> {
-        let point = Arc::new(HookPoint::new(nprocs.max(1) as usize, config.checked));
+        let point = Arc::new(HookPoint::new(nprocs.max(1) as usize, config.checked, nprocs.max(1)));
         (0..nprocs.max(1)).map(|pid| Init { point: point.clone(), pid, calls: 0 }).collect()
     }
 
@@ -107,7 +108,7 @@ pub fn pthread_initialize(pid: Pid, nprocs: Pid) -> Result<Init, Error> {
         Some(i) => i,
         None => {
             let checked = ExecConfig::default().checked;
-            let point = Arc::new(HookPoint::new(nprocs as usize, checked));
+            let point = Arc::new(HookPoint::new(nprocs as usize, checked, nprocs));
             pending.push((nprocs, point, vec![false; nprocs as usize]));
             pending.len() - 1
         }
@@ -143,9 +144,11 @@ fn shares(free: Pid, n: Pid) -> Vec<Pid> {
 }
 
 /// LPF's `lpf_exec` on this backend: runs `spmd` on `min(p, free)` new processes (the calling
-/// thread is process 0) and waits for them (see [`crate::exec`]).
+/// thread is process 0) and waits for them (see [`crate::exec`]). `total` is the runtime's total
+/// number of processors, what `probe` reports as `p` inside the section.
 pub(crate) fn run_exec<F>(
     free: Pid,
+    total: Pid,
     checked: bool,
     p: Pid,
     spmd: &F,
@@ -155,7 +158,7 @@ where
     F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
 {
     let n = p.min(free).max(1);
-    let group = Arc::new(Group::new(n as usize, checked, shares(free, n)));
+    let group = Arc::new(Group::new(n as usize, checked, shares(free, n), total));
     let symbols = args.symbols;
     std::thread::scope(|scope| {
         let mut spawned = Vec::with_capacity(n as usize - 1);

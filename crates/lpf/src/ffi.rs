@@ -10,7 +10,8 @@
 //!    checks for programming errors.
 //! 3. On `LPF_ROOT`, `lpf_exec` runs on `LPF_MAX_PROCS` processors, `lpf_rehook` runs a fresh
 //!    section of one process on the calling thread (on threads, whatever the engine),
-//!    `lpf_probe` describes the whole machine, and
+//!    `lpf_probe` describes the whole machine (and in every section, nested or not, reports
+//!    the same `p`, the runtime's total; `free_p` is the section's share), and
 //!    registration, put, get, sync and resize act on the root's own context of one process
 //!    (`root.rs`).
 //!    An installed [`engine`] sees `lpf_exec(LPF_ROOT, …)` and `lpf_hook` first.
@@ -330,7 +331,10 @@ pub unsafe extern "C" fn lpf_probe(ctx: LpfCtx, params: *mut LpfMachine) -> LpfE
                 let p = machine::root_p();
                 (p, p)
             }
-            Some(Target::Section(c)) => (c.nprocs(), c.free_p()),
+            Some(Target::Section(c)) => {
+                let m = c.probe();
+                (m.p, m.free_p)
+            }
         };
         let (g, l) = machine::cost_functions();
         let m = LpfMachine { p, free_p, g: Some(g), l: Some(l) };

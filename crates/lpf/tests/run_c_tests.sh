@@ -154,6 +154,8 @@ run_case alg12_checked   algorithms_1_2  0 'gerr=0$' 4 "${P4[@]}" SLUICE_BSP_CHE
 run_case put_get_checked put_get         0 '^put_get ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 run_case overlap_checked overlap         0 '^overlap ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 run_case queue_both_ends_checked queue_both_ends 0 '^queue_both_ends ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
+run_case resize_sync_checked resize_sync   0 '^resize_sync ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
+run_case root_context_checked root_context 0 '^root_context ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 run_case rehook_checked  rehook          0 '^rehook ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 for label in probe_measured probe_default; do
     [ -f "$work/$label.out" ] && grep '^probe:' "$work/$label.out" | sed "s/^/    $label /"

@@ -65,6 +65,7 @@ build mpi_hook "$here/mpi/mpi_hook.c" "${LIBS[@]}"
 build mpi_probe "$here/mpi/mpi_probe.c" "${LIBS[@]}"
 build alg12 "$here/c/algorithms_1_2.c" "${LIBS[@]}"
 build abort "$here/c/abort.c" "${LIBS[@]}"
+build queue_both_ends "$here/c/queue_both_ends.c" "${LIBS[@]}"
 build mpi_exec_static "$here/mpi/mpi_exec.c" "$libdir/libsluice_lpf_mpi.a" -lpthread -ldl -lm
 
 # run_case LABEL NP PROGRAM EXPECTED_STATUS REGEX COUNT [VAR=VALUE ...] [-- ARGS ...]
@@ -115,6 +116,10 @@ table 3 2.5e-9 3.25e-6 >"$work/cache/sluice/bsp-probe-mpi.json"
 table 3 7e-9 9e-6 >"$work/cache/sluice/bsp-probe.json"
 run_case probe_table_np3 3 mpi_probe 0 '^probe p=3 g=2.500000e-09 l=3.250000e-06$' 1 XDG_CACHE_HOME="$work/cache" -- 3
 run_case probe_none_np2  2 mpi_probe 0 '^probe p=2 g=0.000000e\+00 l=0.000000e\+00$' 1 XDG_CACHE_HOME="$work/empty" LPF_MAX_SECONDS_FOR_PROBE=1 -- 2
+# Messages past the queue capacity: accepted by default, refused (and a target-end overflow
+# fatal) under the Checked backend; p >= 3 for the overflow part.
+run_case queue_both_ends_np3         3 queue_both_ends 0 '^queue_both_ends ok$' 1
+run_case queue_both_ends_checked_np3 3 queue_both_ends 0 '^queue_both_ends ok$' 1 SLUICE_BSP_CHECKED=1
 # lpf_abort ends the job with LPF's status 6.
 run_case abort_np3 3 abort 6 '^lpf_(abort|exec) returned' 0
 # The same binary without mpirun runs on threads; LPF_ENGINE=pthread under mpirun too (then

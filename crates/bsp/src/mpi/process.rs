@@ -35,6 +35,8 @@ pub(crate) struct MpiProcess {
     pub(crate) comm: Comm,
     pub(crate) pid: usize,
     pub(crate) p: usize,
+    /// The runtime's total processors (`probe`'s `p`): the ranks of the root exec or hook.
+    pub(crate) total: Pid,
     pub(crate) checked: bool,
     pub(crate) reg: Register,
     /// Completed syncs.
@@ -59,11 +61,12 @@ pub(crate) struct MpiProcess {
 }
 
 impl MpiProcess {
-    pub(crate) fn new(comm: Comm, pid: usize, p: usize, checked: bool) -> MpiProcess {
+    pub(crate) fn new(comm: Comm, pid: usize, p: usize, total: Pid, checked: bool) -> MpiProcess {
         MpiProcess {
             comm,
             pid,
             p,
+            total,
             checked,
             reg: Register::default(),
             epoch: 0,
@@ -114,7 +117,8 @@ impl MpiProcess {
             return Err(self.fatal(Error::BadPid { pid: peer, p: self.p as Pid }));
         }
         let units = if peer as usize == self.pid { 2 } else { 1 };
-        if self.used + units > self.msg_capacity {
+        // Past the capacity: accepted (the request vectors grow), refused under `Checked`.
+        if self.used + units > self.msg_capacity && self.checked {
             return Err(Error::QueueFull { capacity: self.msg_capacity });
         }
         if !remote.is_global() {
@@ -146,6 +150,10 @@ impl Backend for MpiProcess {
 
     fn free_p(&self) -> Pid {
         1
+    }
+
+    fn total_p(&self) -> Pid {
+        self.total
     }
 
     fn syncs(&self) -> u64 {
@@ -308,7 +316,7 @@ impl Backend for MpiProcess {
     {
         // A nested exec runs on threads of this OS process (free_p = 1: one processor each).
         self.check_live()?;
-        crate::threads::run_exec(self.free_p(), self.checked, p, spmd, args)
+        crate::threads::run_exec(self.free_p(), self.total, self.checked, p, spmd, args)
     }
 
     fn rehook<F>(&mut self, spmd: &F, args: Args<'_>) -> Result<(), Error>
@@ -316,6 +324,6 @@ impl Backend for MpiProcess {
         F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
     {
         self.check_live()?;
-        super::run_section(self.comm, true, self.checked, spmd, args)
+        super::run_section(self.comm, true, self.total, self.checked, spmd, args)
     }
 }

@@ -43,6 +43,9 @@ pub(crate) struct Group {
     pub(crate) checked: bool,
     /// `free_p` of each process (its share of the processors given to the section).
     pub(crate) shares: Vec<Pid>,
+    /// The runtime's total number of processors (LPF's `p` of `lpf_probe`, the same in every
+    /// section and nested section).
+    pub(crate) total: Pid,
     pub(crate) flags_view: Box<[CachePadded<BarrierFlags>]>,
     pub(crate) wakers_view: Box<[CachePadded<Waker>]>,
     pub(crate) procs: Box<[Proc]>,
@@ -74,11 +77,12 @@ unsafe impl Sync for Group {}
 unsafe impl Send for Group {}
 
 impl Group {
-    pub(crate) fn new(p: usize, checked: bool, shares: Vec<Pid>) -> Group {
+    pub(crate) fn new(p: usize, checked: bool, shares: Vec<Pid>, total: Pid) -> Group {
         Group {
             p,
             checked,
             shares,
+            total,
             flags_view: (0..p).map(|_| CachePadded::new(BarrierFlags::new(p))).collect(),
             wakers_view: (0..p).map(|_| CachePadded::new(Waker::default())).collect(),
             procs: (0..p)
@@ -94,7 +98,7 @@ impl Group {
             first_error: Mutex::new(None),
             exited: CachePadded::new(AtomicUsize::new(0)),
             gate: AtomicU8::new(GATE_WAIT),
-            rehook: HookPoint::new(p, checked),
+            rehook: HookPoint::new(p, checked, total),
         }
     }
 
@@ -144,13 +148,15 @@ impl Group {
 pub(crate) struct HookPoint {
     pub(crate) p: usize,
     checked: bool,
+    /// The runtime's total processors for the groups made here (see [`Group::total`]).
+    total: Pid,
     /// `(generation, group, processes that joined)`.
     pending: Mutex<Vec<(u64, Arc<Group>, usize)>>,
 }
 
 impl HookPoint {
-    pub(crate) fn new(p: usize, checked: bool) -> HookPoint {
-        HookPoint { p, checked, pending: Mutex::new(Vec::new()) }
+    pub(crate) fn new(p: usize, checked: bool, total: Pid) -> HookPoint {
+        HookPoint { p, checked, total, pending: Mutex::new(Vec::new()) }
     }
 
     /// Returns the group of call number `generation`, creating it on first arrival (rule 3).
@@ -159,7 +165,7 @@ impl HookPoint {
         let i = match pending.iter().position(|(g, _, _)| *g == generation) {
             Some(i) => i,
             None => {
-                let group = Arc::new(Group::new(self.p, self.checked, vec![1; self.p]));
+                let group = Arc::new(Group::new(self.p, self.checked, vec![1; self.p], self.total));
                 pending.push((generation, group, 0));
                 pending.len() - 1
             }

@@ -118,6 +118,10 @@ impl Backend for Process {
         self.group.shares[self.pid]
     }
 
+    fn total_p(&self) -> Pid {
+        self.group.total
+    }
+
     fn syncs(&self) -> u64 {
         self.epoch
     }
@@ -222,7 +226,8 @@ impl Backend for Process {
             return Err(self.fatal(Error::BadPid { pid: dst_pid, p: self.nprocs() }));
         }
         let units = if d == self.pid { 2 } else { 1 };
-        if self.used + units > self.msg_capacity {
+        // Past the capacity: accepted (the pair queues grow), refused under `Checked` (rule 4).
+        if self.used + units > self.msg_capacity && self.group.checked {
             return Err(Error::QueueFull { capacity: self.msg_capacity });
         }
         if !dst.is_global() {
@@ -260,7 +265,8 @@ impl Backend for Process {
             return Err(self.fatal(Error::BadPid { pid: src_pid, p: self.nprocs() }));
         }
         let units = if s == self.pid { 2 } else { 1 };
-        if self.used + units > self.msg_capacity {
+        // Past the capacity: accepted (the pair queues grow), refused under `Checked` (rule 4).
+        if self.used + units > self.msg_capacity && self.group.checked {
             return Err(Error::QueueFull { capacity: self.msg_capacity });
         }
         if !src.is_global() {
@@ -307,7 +313,7 @@ impl Backend for Process {
         F: Fn(&mut Ctx, Pid, Pid, Args<'_>) + Sync,
     {
         self.check_live()?;
-        super::run_exec(self.free_p(), self.group.checked, p, spmd, args)
+        super::run_exec(self.free_p(), self.group.total, self.group.checked, p, spmd, args)
     }
 
     fn rehook<F>(&mut self, spmd: &F, args: Args<'_>) -> Result<(), Error>

@@ -150,14 +150,20 @@ impl Process {
     }
 }
 
-/// `ptr::copy` (memmove), with the common 8- and 16-byte cases inlined: a library call per
-/// 8-byte message would dominate a large all-to-all.
+/// `ptr::copy` (memmove), with the common 1-, 2-, 4-, 8- and 16-byte cases inlined: a library
+/// call per tiny message would dominate a large all-to-all of them.
 ///
 /// # Safety
 /// As for `std::ptr::copy::<u8>(src, dst, len)`.
 #[inline(always)]
 unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
     match len {
+        // SAFETY: the caller guarantees 1 readable byte at `src` and 1 writable at `dst`.
+        1 => unsafe { dst.write(src.read()) },
+        // SAFETY: as below, with 2 bytes.
+        2 => unsafe { dst.cast::<u16>().write_unaligned(src.cast::<u16>().read_unaligned()) },
+        // SAFETY: as below, with 4 bytes.
+        4 => unsafe { dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()) },
         // SAFETY: the caller guarantees 8 readable bytes at `src` and 8 writable at `dst`;
         // unaligned accesses are allowed; reading fully before writing gives memmove semantics.
         8 => unsafe { dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()) },

@@ -28,10 +28,11 @@ use std::thread::Thread;
 
 use crossbeam_utils::CachePadded;
 
-/// Busy-wait iterations before yielding (a few microseconds on current x86).
-const SPIN_ROUNDS: u32 = 1 << 10;
-/// `yield_now` calls before parking.
-const YIELD_ROUNDS: u32 = 4;
+/// Busy-wait iterations before yielding (~3 µs at ~25 ns per `pause`): longer spins burn the
+/// time slice a descheduled partner needs (threads/README.md, "Waiting").
+const SPIN_ROUNDS: u32 = 1 << 7;
+/// `yield_now` calls before parking (each lets a partner on this core run).
+const YIELD_ROUNDS: u32 = 64;
 
 /// The parking side of one process.
 #[derive(Debug, Default)]

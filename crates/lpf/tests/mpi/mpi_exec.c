@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "check.h"
 
-struct out { lpf_pid_t p; uint64_t total; int ok; };
+struct out { lpf_pid_t p; uint64_t total; int ok; lpf_pid_t probe_p; };
 
 
 static uint64_t word(lpf_pid_t s, size_t i) { return (uint64_t)s * 1000003u + i * 7u + 1u; }
@@ -25,6 +25,11 @@ static void spmd(lpf_t ctx, lpf_pid_t s, lpf_pid_t p, lpf_args_t args) {
     size_t n = 0;
     if (s == 0) { CHECK(args.input_size == sizeof n); n = *(const size_t *)args.input; }
     else { CHECK(args.input == NULL && args.output == NULL); }
+    /* lpf_probe's p is the runtime's total (every rank), also in a section of fewer. */
+    lpf_machine_t m = LPF_INVALID_MACHINE;
+    CHECK_RC(lpf_probe(ctx, &m), LPF_SUCCESS);
+    CHECK(m.p >= p && m.free_p >= 1);
+    if (s == 0) ((struct out *)args.output)->probe_p = m.p;
     CHECK_RC(lpf_resize_memory_register(ctx, 6), LPF_SUCCESS);
     CHECK_RC(lpf_resize_message_queue(ctx, 2 * p + 4), LPF_SUCCESS);
     CHECK_RC(lpf_sync(ctx, LPF_SYNC_DEFAULT), LPF_SUCCESS);
@@ -88,16 +93,16 @@ int main(int argc, char **argv) {
     lpf_machine_t m = LPF_INVALID_MACHINE;
     CHECK_RC(lpf_probe(LPF_ROOT, &m), LPF_SUCCESS);
     CHECK(m.p == want);
-    struct out o = { 0, 0, 0 };
+    struct out o = { 0, 0, 0, 0 };
     lpf_func_t funcs[2] = { (lpf_func_t)(void (*)(void))word, NULL };
     lpf_args_t args = { &n, sizeof n, &o, sizeof o, funcs, 2 };
     CHECK_RC(lpf_exec(LPF_ROOT, LPF_MAX_P, spmd, args), LPF_SUCCESS);
-    CHECK(o.p == want && o.ok);
+    CHECK(o.p == want && o.ok && o.probe_p == want);
     /* A second exec on fewer processes: the parked ranks serve more than one. */
-    o.p = 0; o.ok = 0;
+    o.p = 0; o.ok = 0; o.probe_p = 0;
     lpf_pid_t fewer = want > 1 ? want - 1 : 1;
     CHECK_RC(lpf_exec(LPF_ROOT, fewer, spmd, args), LPF_SUCCESS);
-    CHECK(o.p == fewer && o.ok);
+    CHECK(o.p == fewer && o.ok && o.probe_p == want);
     printf("mpi_exec main pid=%ld p=%u total=%llu ok\n", (long)getpid(), m.p,
            (unsigned long long)o.total);
     return 0;
