@@ -29,7 +29,7 @@ pub(crate) fn agree(ctx: &mut Ctx, mine: Result<Vec<u8>, Error>) -> Result<Vec<V
 }
 
 /// `err` and its causes, joined by ": " (as the CLI prints them).
-fn error_chain(err: &Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {

@@ -17,6 +17,7 @@ use sluice_bsp::Ctx;
 use sluice_bsp::collectives::{allgather_varied, gather_varied};
 use sluice_io::{Budget, OutputFile, Pipeline};
 
+use super::exchange::error_chain;
 use crate::Error;
 use crate::kmeans::{
     Combiner, KmeansConfig, KmeansError, KmeansReport, Local, Whole, decode, encode, first_centres,
@@ -115,18 +116,6 @@ fn agree(ctx: &mut Ctx, mine: Result<Vec<u8>, KmeansError>) -> Result<Vec<Vec<u8
         return Err(KmeansError::PeerFailed { rank: peer, message });
     }
     Ok(records.into_iter().map(|mut r| r.split_off(1)).collect())
-}
-
-/// `err` and its causes, joined by ": ".
-fn error_chain(err: &KmeansError) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
