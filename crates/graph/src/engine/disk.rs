@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use sluice_io::{Block, BlockKernel, Plan, RecordLayout, RunStats};
 
 use super::{
-    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode, gather_edge,
+    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, cache, decode,
+    gather_edge,
 };
 use crate::Error;
 use crate::store::EDGE_BYTES;
@@ -57,10 +58,25 @@ struct Layout {
     /// For each plan extent: the [`Ext`] it reads, and whether it reads that run's weights.
     reads: Vec<(usize, bool)>,
     blocks: Vec<BlockRef>,
-    /// Edge bytes of each column.
+    /// Edge bytes of each column read from disk.
     col_bytes: Vec<u64>,
+    /// Edge bytes of the largest column of the pass (disk or cache).
+    max_col: u64,
     skipped: u64,
     edges: u64,
+    /// Columns served from the block cache.
+    served: Vec<cache::Served>,
+    /// For each extent: room reserved to keep its column (it covers a whole column).
+    fills: Vec<Option<sluice_io::Reservation>>,
+}
+
+/// Bytes of the columns being kept, by extent: edges, and the verified weights of the run.
+#[derive(Default)]
+struct Fills {
+    edges: Vec<Vec<u8>>,
+    weights: Vec<Option<Arc<Vec<u8>>>>,
+    /// The least budget left seen while the pass ran (its pool and partials held).
+    min_available: u64,
 }
 
 /// What a worker makes of one block.
@@ -94,6 +110,8 @@ struct Partial<V> {
     /// (block, CRC-32 of the piece, piece bytes), in stream order.
     pieces: Vec<(usize, crc32fast::Hasher, u64)>,
     values: Values<V>,
+    /// The edge bytes read, when the extent's column is being kept.
+    keep: Option<Vec<u8>>,
 }
 
 /// A finished column for an applier: partition, its values in stream order, its state and
@@ -114,6 +132,7 @@ struct Columns<'a, 's, K: EdgeKernel> {
     state: &'s mut [K::State],
     bits: &'s mut [u64],
     counts: &'a Mutex<Vec<u64>>,
+    fills: &'a mut Fills,
 }
 
 impl Graph {
@@ -122,8 +141,28 @@ impl Graph {
         pass: &Pass<'_, K>,
         state: &mut [K::State],
     ) -> Result<VertexSet, Error> {
+        match self.stream_cached(pass, state) {
+            // Cache contract rule 4: the pass's own memory comes first. No value was applied
+            // yet: the pass reserves its partials and the pipeline its pool before any read.
+            Err(Error::Pipeline(sluice_io::Error::OverBudget { .. }))
+                if self.cache_resident() > 0 =>
+            {
+                self.cache().clear();
+                self.stream_cached(pass, state)
+            }
+            r => r,
+        }
+    }
+
+    fn stream_cached<K: EdgeKernel>(
+        &self,
+        pass: &Pass<'_, K>,
+        state: &mut [K::State],
+    ) -> Result<VertexSet, Error> {
         let weighted = K::WEIGHTED && self.meta.weighted;
-        let layout = self.layout(pass.active, &pass.grids, weighted)?;
+        let mut layout = self.layout(pass.active, &pass.grids, weighted, true)?;
+        let partials = partials_bytes::<K>(&layout, weighted);
+        self.plan_fills(&mut layout, weighted, partials);
         let mut next = VertexSet::empty_like(self);
         let mut st_pass = PassStats {
             passes: 1,
@@ -132,7 +171,13 @@ impl Graph {
             edges_streamed: layout.edges,
             ..PassStats::default()
         };
-        if !layout.extents.is_empty() {
+        let start = self.budget.available();
+        let mut fills = Fills {
+            edges: vec![Vec::new(); layout.extents.len()],
+            weights: vec![None; layout.extents.len()],
+            min_available: start,
+        };
+        if !layout.extents.is_empty() || !layout.served.is_empty() {
             let counts = Mutex::new(vec![0u64; self.meta.partitions as usize]);
             let run = self.apply_in_columns(Columns {
                 pass,
@@ -141,23 +186,82 @@ impl Graph {
                 state,
                 bits: &mut next.bits,
                 counts: &counts,
+                fills: &mut fills,
             })?;
             next.part_counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
             st_pass.run.merge(&run);
         }
+        st_pass.cache_bytes = layout
+            .served
+            .iter()
+            .flat_map(|c| &c.grids)
+            .map(|(_, c)| c.edges.len() as u64 + c.weights.as_ref().map_or(0, |w| w.len() as u64))
+            .sum();
+        self.keep_fills(&mut layout, fills, start);
         let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         st.passes += 1;
         st.blocks_skipped += st_pass.blocks_skipped;
         st.blocks_streamed += st_pass.blocks_streamed;
         st.edges_streamed += st_pass.edges_streamed;
+        st.cache_bytes += st_pass.cache_bytes;
+        st.bytes_per_pass.push(st_pass.run.bytes_read);
         st.run.merge(&st_pass.run);
         Ok(next)
     }
 
+    /// Reserves room to keep the columns this pass reads whole (cache contract rule 2).
+    fn plan_fills(&self, l: &mut Layout, weighted: bool, partials: u64) {
+        let p = self.meta.partitions as usize;
+        let cache = self.cache();
+        for (i, e) in l.extents.iter().enumerate() {
+            let offsets = &self.grids[e.grid].index.offsets;
+            let (lo, hi) = (offsets[e.dp * p], offsets[e.dp * p + p]);
+            if e.first_edge != lo
+                || e.edges != hi - lo
+                || cache.get(e.grid, e.dp, weighted).is_some()
+            {
+                continue;
+            }
+            let bytes = e.edges * (EDGE_BYTES + if weighted { WEIGHT_BYTES } else { 0 });
+            l.fills[i] = cache.admit(&self.budget, bytes, partials);
+        }
+    }
+
+    /// Keeps the columns read whole and checked (the pass succeeded: cache contract rule 1);
+    /// records the pass's budget need.
+    fn keep_fills(&self, l: &mut Layout, fills: Fills, start: u64) {
+        let held: u64 = l.fills.iter().flatten().map(|r| r.bytes()).sum();
+        let mut cache = self.cache();
+        if !l.extents.is_empty() {
+            cache.measured(start.saturating_sub(fills.min_available).saturating_sub(held));
+        }
+        let parts = fills.edges.into_iter().zip(fills.weights);
+        for (i, (edges, weights)) in parts.enumerate() {
+            let Some(res) = l.fills[i].take() else { continue };
+            let e = &l.extents[i];
+            let whole = edges.len() as u64 == e.edges * EDGE_BYTES;
+            let weights_ok =
+                weights.as_ref().is_some_and(|w| w.len() as u64 == e.edges * WEIGHT_BYTES);
+            if !whole || (res.bytes() > edges.len() as u64 && !weights_ok) {
+                continue;
+            }
+            let column =
+                cache::Column { edges: Arc::new(edges), weights: weights.filter(|_| weights_ok) };
+            cache.keep(e.grid, e.dp, column, res);
+        }
+    }
+
     /// The plan: selected blocks, column by column; runs of adjacent selected blocks of one
     /// column and grid are one extent (large sequential reads, no per-block alignment waste),
-    /// preceded by the run's weights when `weighted`.
-    fn layout(&self, active: &VertexSet, grids: &[usize], weighted: bool) -> Result<Layout, Error> {
+    /// preceded by the run's weights when `weighted`. Columns kept in the block cache for
+    /// every grid of the pass are served from it instead, when `cached`.
+    fn layout(
+        &self,
+        active: &VertexSet,
+        grids: &[usize],
+        weighted: bool,
+        cached: bool,
+    ) -> Result<Layout, Error> {
         let p = self.meta.partitions as usize;
         let mut l = Layout {
             plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
@@ -165,10 +269,41 @@ impl Graph {
             reads: Vec::new(),
             blocks: Vec::new(),
             col_bytes: vec![0u64; p],
+            max_col: 0,
             skipped: 0,
             edges: 0,
+            served: Vec::new(),
+            fills: Vec::new(),
         };
+        let cache = self.cache();
         for dp in 0..p {
+            let kept: Option<Vec<_>> = match cached && cache.enabled {
+                true => {
+                    grids.iter().map(|&gi| self.cached_column(&cache, gi, dp, weighted)).collect()
+                }
+                false => None,
+            };
+            if let Some(kept) = kept {
+                let mut col = 0;
+                for &gi in grids {
+                    let o = &self.grids[gi].index.offsets;
+                    for sp in (0..p).filter(|&sp| o[dp * p + sp] < o[dp * p + sp + 1]) {
+                        let edges = o[dp * p + sp + 1] - o[dp * p + sp];
+                        match active.has_partition(sp) {
+                            true => (l.edges, col) = (l.edges + edges, col + edges * EDGE_BYTES),
+                            false => l.skipped += 1,
+                        }
+                    }
+                }
+                l.max_col = l.max_col.max(col);
+                if kept.iter().all(Option::is_none) {
+                    continue;
+                }
+                let grids =
+                    grids.iter().copied().zip(kept).filter_map(|(g, c)| Some((g, c?))).collect();
+                l.served.push(cache::Served { dp, grids });
+                continue;
+            }
             for &gi in grids {
                 let g = &self.grids[gi];
                 let mut open: Option<Ext> = None;
@@ -208,7 +343,9 @@ impl Graph {
                     l.extents.push(e);
                 }
             }
+            l.max_col = l.max_col.max(l.col_bytes[dp]);
         }
+        l.fills = l.extents.iter().map(|_| None).collect();
         for (i, e) in l.extents.iter().enumerate() {
             let g = &self.grids[e.grid];
             if let Some(w) = g.weights.as_ref().filter(|_| weighted) {
@@ -221,6 +358,26 @@ impl Graph {
         Ok(l)
     }
 
+    /// Column `dp` of grid `gi` as a pass serves it from the cache: `Some(None)` when the
+    /// column is empty, `None` when it is not kept (weights only for a weighted pass).
+    fn cached_column(
+        &self,
+        cache: &cache::BlockCache,
+        gi: usize,
+        dp: usize,
+        weighted: bool,
+    ) -> Option<Option<cache::Column>> {
+        let (o, p) = (&self.grids[gi].index.offsets, self.meta.partitions as usize);
+        if o[dp * p] == o[dp * p + p] {
+            return Some(None);
+        }
+        let mut c = cache.get(gi, dp, weighted)?;
+        if !weighted {
+            c.weights = None;
+        }
+        Some(Some(c))
+    }
+
     /// Runs the pipeline; the calling thread checks block checksums (rule 5), pairs edges with
     /// their weights and gathers each column's partial results in stream order; a finished
     /// column goes to an applier thread that owns that partition's slice of the state (rules 1
@@ -228,27 +385,15 @@ impl Graph {
     fn apply_in_columns<K: EdgeKernel>(&self, c: Columns<'_, '_, K>) -> Result<RunStats, Error> {
         let p = self.meta.partitions as usize;
         let psize = self.meta.partition_size as usize;
-        let Columns { pass, layout, weighted, state, bits, counts } = c;
+        let Columns { pass, layout, weighted, state, bits, counts, fills } = c;
         let mut slices: Vec<Option<Slice<'_, K::State>>> = state[..p * psize]
             .chunks_mut(psize)
             .zip(bits[..p * psize / 64].chunks_mut(psize / 64))
             .map(Some)
             .collect();
         let appliers = rayon::current_num_threads().clamp(1, 4);
-        // Partials of the column being gathered plus the columns queued for appliers: about 16
-        // bytes per edge of a column (the largest column bounds it), 12 more per edge of a
-        // weighted pass (edges and weights waiting to be gathered), plus one run's weights.
-        let max_col = layout.col_bytes.iter().copied().max().unwrap_or(0) / EDGE_BYTES;
-        let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
-            + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
-        let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
-        // No more columns are in flight than this pass reads (P = 1: one; issue 16 item 5).
-        let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64;
-        let in_flight = (appliers as u64 * 2 + 2).min(columns.max(1));
-        let _partials = self.budget.reserve(
-            "column partial results",
-            max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 },
-        )?;
+        let _partials =
+            self.budget.reserve("column partial results", partials_bytes::<K>(layout, weighted))?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);
         let pk = PassKernel { pass, layout, psize, weighted };
@@ -261,6 +406,22 @@ impl Graph {
                     let rx = &rx;
                     scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
                 }
+                // Columns kept in the block cache: gathered beside the stream (cache module).
+                let served: Vec<_> =
+                    layout.served.iter().filter_map(|c| Some((c, slices[c.dp].take()?))).collect();
+                if !served.is_empty() {
+                    let (tx, indexes) =
+                        (tx.clone(), self.grids.iter().map(|g| &g.index).collect::<Vec<_>>());
+                    scope.spawn(move || {
+                        for (c, (slice, bits)) in served {
+                            let values = cache::column_values(pass, c, &indexes, (p, psize));
+                            let values = values.into_iter().map(Values::Ready).collect();
+                            if tx.send((c.dp, values, slice, bits)).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
                 let mut failure: Option<Error> = None;
                 let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
                 let mut col: Option<Column<K::Value>> = None;
@@ -268,9 +429,21 @@ impl Graph {
                 let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
                 let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
                 let blocks = &layout.blocks;
+                if layout.extents.is_empty() {
+                    return Ok(RunStats::default());
+                }
                 let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
                     if failure.is_some() {
                         return;
+                    }
+                    fills.min_available = fills.min_available.min(self.budget.available());
+                    if let Some(bytes) = part.keep.take() {
+                        let want = layout.extents[part.ext].edges * EDGE_BYTES;
+                        let kept = &mut fills.edges[part.ext];
+                        if kept.capacity() == 0 {
+                            kept.reserve_exact(want as usize);
+                        }
+                        kept.extend_from_slice(&bytes);
                     }
                     match &mut part.values {
                         Values::Weights { offset, bytes } => {
@@ -293,6 +466,9 @@ impl Graph {
                                 if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
                                     failure = Some(e);
                                     return;
+                                }
+                                if layout.fills[part.ext].is_some() {
+                                    fills.weights[part.ext] = Some(Arc::clone(&read.1));
                                 }
                             }
                             for x in pieces {
@@ -360,6 +536,23 @@ impl Graph {
             })
         })
     }
+}
+
+/// What a pass reserves for its partial results: those of the column being gathered plus the
+/// columns queued for appliers, about 16 bytes per edge of a column (the largest column, read or
+/// cached, bounds it), 12 more per edge of a weighted pass (edges and weights waiting to be
+/// gathered), plus one run's weights. No more columns are in flight than the pass has (P = 1:
+/// one; issue 16 item 5); a pass with cached columns gathers one more beside the stream.
+fn partials_bytes<K: EdgeKernel>(layout: &Layout, weighted: bool) -> u64 {
+    let appliers = rayon::current_num_threads().clamp(1, 4) as u64;
+    let max_col = layout.max_col / EDGE_BYTES;
+    let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
+        + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
+    let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
+    let served = layout.served.len() as u64;
+    let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64 + served;
+    let in_flight = (appliers * 2 + 2 + u64::from(served > 0)).min(columns.max(1));
+    max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 }
 }
 
 /// The values of a weighted block's pieces (paired with their weights).
@@ -455,7 +648,7 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
         let e = &self.layout.extents[ext];
         if is_weights {
             let values = Values::Weights { offset: b.extent_offset, bytes: b.data.to_vec() };
-            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values };
+            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values, keep: None };
         }
         let data = &b.data[..b.data.len() / 4 * 4];
         let mut part = Partial {
@@ -469,6 +662,7 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                     Values::Ready(Vec::with_capacity(data.len() / if K::PER_EDGE { 4 } else { 8 }))
                 }
             },
+            keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
         };
         let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
         let last = first + (data.len() / 4) as u64;
@@ -509,9 +703,9 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
     }
 }
 
-/// The hot loop of the streaming mode: edges of one block piece (sorted by `(d, s)`) reduced
+/// The hot loop of the streaming mode (and of columns served from the block cache): edges of one block piece (sorted by `(d, s)`) reduced
 /// into one value per destination run; `weights` holds 8 bytes per edge.
-fn block_to_values<K: EdgeKernel>(
+pub(super) fn block_to_values<K: EdgeKernel>(
     k: &K,
     active: &VertexSet,
     prev: &[K::State],
