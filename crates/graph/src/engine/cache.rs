@@ -36,6 +36,9 @@ use super::disk::block_to_values;
 use super::{EdgeKernel, Pass, VertexId};
 use crate::store::{EDGE_BYTES, GridIndex};
 
+/// Edges of one piece of a cached block gathered at a time (1 MiB of edges).
+const PIECE_EDGES: u64 = (1 << 20) / EDGE_BYTES;
+
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
 
@@ -128,7 +131,9 @@ pub(super) struct Served {
 }
 
 /// The values of a cached column, in the order a disk pass produces them: grid by grid, source
-/// partition by source partition, skipping blocks whose source partition is inactive.
+/// partition by source partition, skipping blocks whose source partition is inactive. A block
+/// is gathered in pieces as a disk pass gathers it in reads (values into one destination are
+/// then combined per piece: `combine` is associative unless [`EdgeKernel::PER_EDGE`]).
 pub(super) fn column_values<K: EdgeKernel>(
     pass: &Pass<'_, K>,
     served: &Served,
@@ -146,7 +151,13 @@ pub(super) fn column_values<K: EdgeKernel>(
             if lo == hi || !pass.active.has_partition(sp) {
                 continue;
             }
-            jobs.push((col, sp, lo, hi));
+            // Pieces the size of a pipeline read: small reusable buffers, no fresh pages.
+            let mut at = lo;
+            while at < hi {
+                let end = hi.min(at + PIECE_EDGES);
+                jobs.push((col, sp, at, end));
+                at = end;
+            }
         }
     }
     jobs.par_iter()
