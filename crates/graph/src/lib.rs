@@ -23,6 +23,7 @@
 //!   adjacency             per-partition neighbour lists, streamed or loaded in windows
 //!   cache                 the block cache: columns kept across streaming passes
 //!   disk                  the streaming mode: passes through the sluice-io block pipeline
+//!     layout              a pass's plan: blocks read, columns served from or kept in the cache
 //!     visit               unordered edge visits (for_each_edge), both modes
 //!   memory                the in-memory mode: passes over blocks held in RAM
 //!   triangles             oriented adjacency and triangle listing (LCC's primitive)
