@@ -56,6 +56,8 @@ use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
 
 /// Per-partition neighbour lists (CDLP, LCC), read from the grids as passes read them.
 pub(crate) mod adjacency;
+/// The block cache: columns a streaming pass read and checked, kept for the later passes.
+mod cache;
 /// The streaming mode: passes through the `sluice-io` block pipeline.
 mod disk;
 /// The in-memory mode: passes over blocks held in RAM.
@@ -133,6 +135,21 @@ pub struct PassStats {
     pub edges_streamed: u64,
     /// Pipeline figures summed over the passes (bytes, seconds, busy times).
     pub run: RunStats,
+    /// Bytes each streaming edge pass read from disk (edges and weights), in pass order.
+    pub bytes_per_pass: Vec<u64>,
+    /// Bytes the streaming passes took from the block cache instead of the disk.
+    pub cache_bytes: u64,
+}
+
+/// What the block cache holds ([`Graph::cache_report`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheReport {
+    /// Whether streaming passes keep and use columns.
+    pub enabled: bool,
+    /// Bytes kept (edges and weights), held against the budget.
+    pub resident_bytes: u64,
+    /// Bytes of the store's edge and weight files.
+    pub store_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -158,6 +175,7 @@ pub struct Graph {
     budget: Budget,
     reservations: Vec<Reservation>,
     stats: Mutex<PassStats>,
+    cache: Mutex<cache::BlockCache>,
 }
 
 impl Graph {
@@ -237,6 +255,7 @@ impl Graph {
             budget,
             reservations,
             stats: Mutex::new(PassStats::default()),
+            cache: Mutex::new(cache::BlockCache::new()),
         })
     }
 
@@ -308,6 +327,38 @@ impl Graph {
     /// Bytes of edge data (ids only) one full pass over `dir` reads.
     pub fn pass_bytes(&self, dir: Direction) -> u64 {
         self.grid_ids(dir).len() as u64 * self.meta.num_edges * EDGE_BYTES
+    }
+
+    /// Turns the block cache on (the default) or off; off drops what it holds. The cache
+    /// serves streaming [`Graph::stream_edges`] passes only (module `cache`).
+    pub fn set_cache(&self, enabled: bool) {
+        let mut c = self.cache();
+        c.enabled = enabled;
+        if !enabled {
+            c.clear();
+        }
+    }
+
+    /// What the block cache holds now.
+    pub fn cache_report(&self) -> CacheReport {
+        let store_bytes = self.grids.iter().map(|g| {
+            let e = g.index.offsets.last().copied().unwrap_or(0);
+            e * EDGE_BYTES + if g.weights.is_some() { e * 8 } else { 0 }
+        });
+        let c = self.cache();
+        CacheReport {
+            enabled: c.enabled,
+            resident_bytes: c.resident(),
+            store_bytes: store_bytes.sum(),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, cache::BlockCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cache_resident(&self) -> u64 {
+        self.cache().resident()
     }
 
     /// Figures of the passes so far (and resets them).

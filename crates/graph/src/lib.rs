@@ -21,7 +21,9 @@
 //!   exchange              the puts of owned or changed values, one sync; the cost log
 //! engine                  Graph: open a store, vertex arrays in memory, the pass operators
 //!   adjacency             per-partition neighbour lists, streamed or loaded in windows
+//!   cache                 the block cache: columns kept across streaming passes
 //!   disk                  the streaming mode: passes through the sluice-io block pipeline
+//!     layout              a pass's plan: blocks read, columns served from or kept in the cache
 //!     visit               unordered edge visits (for_each_edge), both modes
 //!   memory                the in-memory mode: passes over blocks held in RAM
 //!   triangles             oriented adjacency and triangle listing (LCC's primitive)
@@ -83,6 +85,8 @@ pub mod validate;
 mod verify;
 
 pub use engine::adjacency::{Adjacency, Neighbours};
-pub use engine::{Direction, EdgeKernel, Graph, PassStats, VertexArray, VertexId, VertexSet};
+pub use engine::{
+    CacheReport, Direction, EdgeKernel, Graph, PassStats, VertexArray, VertexId, VertexSet,
+};
 pub use error::Error;
 pub use verify::{VerifyReport, verify};

@@ -33,6 +33,10 @@ pub(super) struct AlgoArgs {
     /// Load the edges into memory first (if --memory allows) instead of streaming every pass.
     #[arg(long)]
     in_memory: bool,
+    /// Read every pass from disk: no block cache keeping the columns that fit in --memory
+    /// across passes (for A/B measurements).
+    #[arg(long)]
+    no_cache: bool,
     #[command(flatten)]
     pipeline: PipelineArgs,
 }
@@ -112,6 +116,7 @@ fn open(a: &AlgoArgs, label: &str, passes: u64) -> anyhow::Result<(Graph, Progre
     let counter = Arc::new(AtomicU64::new(0));
     let pipeline = a.pipeline.builder(&budget)?.progress(counter.clone()).build()?;
     let mut g = Graph::open(&a.store, pipeline, budget).with_context(opening)?;
+    g.set_cache(!a.no_cache);
     let progress = Progress::watch(label, g.pass_bytes(Direction::Both) * passes, true, counter);
     let mut load = 0.0;
     if a.in_memory {
@@ -165,6 +170,8 @@ fn report(
     let m = g.meta();
     let edges = st.edges_streamed.max(1);
     let bpe = st.run.bytes_read as f64 / edges as f64;
+    let cache = g.cache_report();
+    let resident = cache.resident_bytes as f64 / cache.store_bytes.max(1) as f64;
     if a.json {
         let mut v = json!({
             "command": format!("graph {name}"),
@@ -180,6 +187,14 @@ fn report(
             "edges_streamed": st.edges_streamed,
             "bytes_per_edge": if g.is_in_memory() { 0.0 } else { bpe },
             "edges_per_second": st.edges_streamed as f64 / secs.max(1e-9),
+            "bytes_read_per_pass": st.bytes_per_pass,
+            "cache": {
+                "enabled": cache.enabled,
+                "resident_bytes": cache.resident_bytes,
+                "store_bytes": cache.store_bytes,
+                "resident_fraction": resident,
+                "bytes_from_cache": st.cache_bytes,
+            },
             "run": serde_json::to_value(&st.run)?,
             "top": top.iter().map(|(id, v)| json!([id, v])).collect::<Vec<_>>(),
         });
@@ -210,6 +225,8 @@ fn report(
             if g.is_in_memory() { 0.0 } else { bpe },
             if g.is_in_memory() {
                 format!(", edges in memory (loaded in {load:.2} s)")
+            } else if cache.enabled {
+                format!(", {:.0} % of the store cached", resident * 100.0)
             } else {
                 String::new()
             }

@@ -13,55 +13,24 @@ use std::ops::Range;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use sluice_io::{Block, BlockKernel, Plan, RecordLayout, RunStats};
+use sluice_io::{Block, BlockKernel, RunStats};
 
 use super::{
-    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, decode, gather_edge,
+    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, cache, decode,
+    gather_edge,
 };
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
+/// The pass's plan: which blocks are read, which served from the block cache, which kept.
+mod layout;
 /// Unordered edge visits ([`Graph::for_each_edge`]): a pass without the ordered apply.
 mod visit;
 
+use layout::{Fills, Layout, partials_bytes};
+
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
-
-/// One run of adjacent selected blocks of one column of one grid.
-#[derive(Debug)]
-struct Ext {
-    grid: usize,
-    dp: usize,
-    /// Edge index (in the grid's edge file) of the extent's first edge.
-    first_edge: u64,
-    edges: u64,
-    /// Indexes into the pass's `BlockRef` list, in file order.
-    blocks: Vec<usize>,
-}
-
-/// One grid block of a pass.
-#[derive(Debug)]
-struct BlockRef {
-    grid: usize,
-    block: usize,
-    sp: usize,
-    /// Edge range relative to the extent's first edge.
-    start: u64,
-    end: u64,
-}
-
-/// The selected blocks of a pass and the plan that reads them.
-struct Layout {
-    plan: Plan,
-    extents: Vec<Ext>,
-    /// For each plan extent: the [`Ext`] it reads, and whether it reads that run's weights.
-    reads: Vec<(usize, bool)>,
-    blocks: Vec<BlockRef>,
-    /// Edge bytes of each column.
-    col_bytes: Vec<u64>,
-    skipped: u64,
-    edges: u64,
-}
 
 /// What a worker makes of one block.
 enum Values<V> {
@@ -94,6 +63,8 @@ struct Partial<V> {
     /// (block, CRC-32 of the piece, piece bytes), in stream order.
     pieces: Vec<(usize, crc32fast::Hasher, u64)>,
     values: Values<V>,
+    /// The edge bytes read, when the extent's column is being kept.
+    keep: Option<Vec<u8>>,
 }
 
 /// A finished column for an applier: partition, its values in stream order, its state and
@@ -114,6 +85,7 @@ struct Columns<'a, 's, K: EdgeKernel> {
     state: &'s mut [K::State],
     bits: &'s mut [u64],
     counts: &'a Mutex<Vec<u64>>,
+    fills: &'a mut Fills,
 }
 
 impl Graph {
@@ -122,8 +94,28 @@ impl Graph {
         pass: &Pass<'_, K>,
         state: &mut [K::State],
     ) -> Result<VertexSet, Error> {
+        match self.stream_cached(pass, state) {
+            // Cache contract rule 4: the pass's own memory comes first. No value was applied
+            // yet: the pass reserves its partials and the pipeline its pool before any read.
+            Err(Error::Pipeline(sluice_io::Error::OverBudget { .. }))
+                if self.cache_resident() > 0 =>
+            {
+                self.cache().clear();
+                self.stream_cached(pass, state)
+            }
+            r => r,
+        }
+    }
+
+    fn stream_cached<K: EdgeKernel>(
+        &self,
+        pass: &Pass<'_, K>,
+        state: &mut [K::State],
+    ) -> Result<VertexSet, Error> {
         let weighted = K::WEIGHTED && self.meta.weighted;
-        let layout = self.layout(pass.active, &pass.grids, weighted)?;
+        let mut layout = self.layout(pass.active, &pass.grids, weighted, true)?;
+        let partials = partials_bytes::<K>(&layout, weighted);
+        self.plan_fills(&mut layout, weighted, partials);
         let mut next = VertexSet::empty_like(self);
         let mut st_pass = PassStats {
             passes: 1,
@@ -132,7 +124,13 @@ impl Graph {
             edges_streamed: layout.edges,
             ..PassStats::default()
         };
-        if !layout.extents.is_empty() {
+        let start = self.budget.available();
+        let mut fills = Fills {
+            edges: vec![Vec::new(); layout.extents.len()],
+            weights: vec![None; layout.extents.len()],
+            min_available: start,
+        };
+        if !layout.extents.is_empty() || !layout.served.is_empty() {
             let counts = Mutex::new(vec![0u64; self.meta.partitions as usize]);
             let run = self.apply_in_columns(Columns {
                 pass,
@@ -141,84 +139,27 @@ impl Graph {
                 state,
                 bits: &mut next.bits,
                 counts: &counts,
+                fills: &mut fills,
             })?;
             next.part_counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
             st_pass.run.merge(&run);
         }
+        st_pass.cache_bytes = layout
+            .served
+            .iter()
+            .flat_map(|c| &c.grids)
+            .map(|(_, c)| c.edges.len() as u64 + c.weights.as_ref().map_or(0, |w| w.len() as u64))
+            .sum();
+        self.keep_fills(&mut layout, fills, start);
         let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         st.passes += 1;
         st.blocks_skipped += st_pass.blocks_skipped;
         st.blocks_streamed += st_pass.blocks_streamed;
         st.edges_streamed += st_pass.edges_streamed;
+        st.cache_bytes += st_pass.cache_bytes;
+        st.bytes_per_pass.push(st_pass.run.bytes_read);
         st.run.merge(&st_pass.run);
         Ok(next)
-    }
-
-    /// The plan: selected blocks, column by column; runs of adjacent selected blocks of one
-    /// column and grid are one extent (large sequential reads, no per-block alignment waste),
-    /// preceded by the run's weights when `weighted`.
-    fn layout(&self, active: &VertexSet, grids: &[usize], weighted: bool) -> Result<Layout, Error> {
-        let p = self.meta.partitions as usize;
-        let mut l = Layout {
-            plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
-            extents: Vec::new(),
-            reads: Vec::new(),
-            blocks: Vec::new(),
-            col_bytes: vec![0u64; p],
-            skipped: 0,
-            edges: 0,
-        };
-        for dp in 0..p {
-            for &gi in grids {
-                let g = &self.grids[gi];
-                let mut open: Option<Ext> = None;
-                for sp in 0..p {
-                    let b = dp * p + sp;
-                    let (lo, hi) = (g.index.offsets[b], g.index.offsets[b + 1]);
-                    if lo == hi {
-                        continue;
-                    }
-                    if !active.has_partition(sp) {
-                        l.skipped += 1;
-                        if let Some(e) = open.take() {
-                            l.extents.push(e);
-                        }
-                        continue;
-                    }
-                    let e = open.get_or_insert_with(|| Ext {
-                        grid: gi,
-                        dp,
-                        first_edge: lo,
-                        edges: 0,
-                        blocks: Vec::new(),
-                    });
-                    l.blocks.push(BlockRef {
-                        grid: gi,
-                        block: b,
-                        sp,
-                        start: lo - e.first_edge,
-                        end: hi - e.first_edge,
-                    });
-                    e.blocks.push(l.blocks.len() - 1);
-                    e.edges += hi - lo;
-                    l.col_bytes[dp] += (hi - lo) * EDGE_BYTES;
-                    l.edges += hi - lo;
-                }
-                if let Some(e) = open.take() {
-                    l.extents.push(e);
-                }
-            }
-        }
-        for (i, e) in l.extents.iter().enumerate() {
-            let g = &self.grids[e.grid];
-            if let Some(w) = g.weights.as_ref().filter(|_| weighted) {
-                l.plan.push_extent(w, e.first_edge * WEIGHT_BYTES, e.edges * WEIGHT_BYTES)?;
-                l.reads.push((i, true));
-            }
-            l.plan.push_extent(&g.edges, e.first_edge * EDGE_BYTES, e.edges * EDGE_BYTES)?;
-            l.reads.push((i, false));
-        }
-        Ok(l)
     }
 
     /// Runs the pipeline; the calling thread checks block checksums (rule 5), pairs edges with
@@ -228,27 +169,15 @@ impl Graph {
     fn apply_in_columns<K: EdgeKernel>(&self, c: Columns<'_, '_, K>) -> Result<RunStats, Error> {
         let p = self.meta.partitions as usize;
         let psize = self.meta.partition_size as usize;
-        let Columns { pass, layout, weighted, state, bits, counts } = c;
+        let Columns { pass, layout, weighted, state, bits, counts, fills } = c;
         let mut slices: Vec<Option<Slice<'_, K::State>>> = state[..p * psize]
             .chunks_mut(psize)
             .zip(bits[..p * psize / 64].chunks_mut(psize / 64))
             .map(Some)
             .collect();
         let appliers = rayon::current_num_threads().clamp(1, 4);
-        // Partials of the column being gathered plus the columns queued for appliers: about 16
-        // bytes per edge of a column (the largest column bounds it), 12 more per edge of a
-        // weighted pass (edges and weights waiting to be gathered), plus one run's weights.
-        let max_col = layout.col_bytes.iter().copied().max().unwrap_or(0) / EDGE_BYTES;
-        let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
-            + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
-        let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
-        // No more columns are in flight than this pass reads (P = 1: one; issue 16 item 5).
-        let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64;
-        let in_flight = (appliers as u64 * 2 + 2).min(columns.max(1));
-        let _partials = self.budget.reserve(
-            "column partial results",
-            max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 },
-        )?;
+        let _partials =
+            self.budget.reserve("column partial results", partials_bytes::<K>(layout, weighted))?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);
         let pk = PassKernel { pass, layout, psize, weighted };
@@ -261,6 +190,22 @@ impl Graph {
                     let rx = &rx;
                     scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
                 }
+                // Columns kept in the block cache: gathered beside the stream (cache module).
+                let served: Vec<_> =
+                    layout.served.iter().filter_map(|c| Some((c, slices[c.dp].take()?))).collect();
+                if !served.is_empty() {
+                    let (tx, indexes) =
+                        (tx.clone(), self.grids.iter().map(|g| &g.index).collect::<Vec<_>>());
+                    scope.spawn(move || {
+                        for (c, (slice, bits)) in served {
+                            let values = cache::column_values(pass, c, &indexes, (p, psize));
+                            let values = values.into_iter().map(Values::Ready).collect();
+                            if tx.send((c.dp, values, slice, bits)).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
                 let mut failure: Option<Error> = None;
                 let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
                 let mut col: Option<Column<K::Value>> = None;
@@ -268,9 +213,21 @@ impl Graph {
                 let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
                 let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
                 let blocks = &layout.blocks;
+                if layout.extents.is_empty() {
+                    return Ok(RunStats::default());
+                }
                 let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
                     if failure.is_some() {
                         return;
+                    }
+                    fills.min_available = fills.min_available.min(self.budget.available());
+                    if let Some(bytes) = part.keep.take() {
+                        let want = layout.extents[part.ext].edges * EDGE_BYTES;
+                        let kept = &mut fills.edges[part.ext];
+                        if kept.capacity() == 0 {
+                            kept.reserve_exact(want as usize);
+                        }
+                        kept.extend_from_slice(&bytes);
                     }
                     match &mut part.values {
                         Values::Weights { offset, bytes } => {
@@ -293,6 +250,9 @@ impl Graph {
                                 if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
                                     failure = Some(e);
                                     return;
+                                }
+                                if layout.fills[part.ext].is_some() {
+                                    fills.weights[part.ext] = Some(Arc::clone(&read.1));
                                 }
                             }
                             for x in pieces {
@@ -455,7 +415,7 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
         let e = &self.layout.extents[ext];
         if is_weights {
             let values = Values::Weights { offset: b.extent_offset, bytes: b.data.to_vec() };
-            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values };
+            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values, keep: None };
         }
         let data = &b.data[..b.data.len() / 4 * 4];
         let mut part = Partial {
@@ -469,6 +429,7 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                     Values::Ready(Vec::with_capacity(data.len() / if K::PER_EDGE { 4 } else { 8 }))
                 }
             },
+            keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
         };
         let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
         let last = first + (data.len() / 4) as u64;
@@ -509,9 +470,9 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
     }
 }
 
-/// The hot loop of the streaming mode: edges of one block piece (sorted by `(d, s)`) reduced
+/// The hot loop of the streaming mode (and of columns served from the block cache): edges of one block piece (sorted by `(d, s)`) reduced
 /// into one value per destination run; `weights` holds 8 bytes per edge.
-fn block_to_values<K: EdgeKernel>(
+pub(super) fn block_to_values<K: EdgeKernel>(
     k: &K,
     active: &VertexSet,
     prev: &[K::State],

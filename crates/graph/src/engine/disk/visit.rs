@@ -30,7 +30,8 @@ impl Graph {
         if self.is_in_memory() {
             return self.visit_in_memory(&grids, &f);
         }
-        let layout = self.layout(&VertexSet::all(self), &grids, false)?;
+        // Every edge from disk: the block cache serves ordered passes only.
+        let layout = self.layout(&VertexSet::all(self), &grids, false, false)?;
         let mut st = PassStats {
             passes: 1,
             blocks_streamed: layout.blocks.len() as u64,

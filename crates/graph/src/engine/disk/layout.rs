@@ -1,0 +1,251 @@
+//! The plan of one edge pass: the selected blocks column by column, runs of adjacent blocks as
+//! extents; the columns the block cache serves instead (`engine::cache`); the extents that
+//! cover a whole column and are kept by this pass; what the pass reserves for partial results.
+
+use std::sync::Arc;
+
+use sluice_io::{Plan, RecordLayout};
+
+use super::WEIGHT_BYTES;
+use crate::Error;
+use crate::engine::{EdgeKernel, Graph, VertexId, VertexSet, cache};
+use crate::store::EDGE_BYTES;
+
+/// One run of adjacent selected blocks of one column of one grid.
+#[derive(Debug)]
+pub(super) struct Ext {
+    pub(super) grid: usize,
+    pub(super) dp: usize,
+    /// Edge index (in the grid's edge file) of the extent's first edge.
+    pub(super) first_edge: u64,
+    pub(super) edges: u64,
+    /// Indexes into the pass's `BlockRef` list, in file order.
+    pub(super) blocks: Vec<usize>,
+}
+
+/// One grid block of a pass.
+#[derive(Debug)]
+pub(super) struct BlockRef {
+    pub(super) grid: usize,
+    pub(super) block: usize,
+    pub(super) sp: usize,
+    /// Edge range relative to the extent's first edge.
+    pub(super) start: u64,
+    pub(super) end: u64,
+}
+
+/// The selected blocks of a pass and the plan that reads them.
+pub(super) struct Layout {
+    pub(super) plan: Plan,
+    pub(super) extents: Vec<Ext>,
+    /// For each plan extent: the [`Ext`] it reads, and whether it reads that run's weights.
+    pub(super) reads: Vec<(usize, bool)>,
+    pub(super) blocks: Vec<BlockRef>,
+    /// Edge bytes of each column read from disk.
+    pub(super) col_bytes: Vec<u64>,
+    /// Edge bytes of the largest column of the pass (disk or cache).
+    pub(super) max_col: u64,
+    pub(super) skipped: u64,
+    pub(super) edges: u64,
+    /// Columns served from the block cache.
+    pub(super) served: Vec<cache::Served>,
+    /// For each extent: room reserved to keep its column (it covers a whole column).
+    pub(super) fills: Vec<Option<sluice_io::Reservation>>,
+}
+
+/// Bytes of the columns being kept, by extent: edges, and the verified weights of the run.
+#[derive(Default)]
+pub(super) struct Fills {
+    pub(super) edges: Vec<Vec<u8>>,
+    pub(super) weights: Vec<Option<Arc<Vec<u8>>>>,
+    /// The least budget left seen while the pass ran (its pool and partials held).
+    pub(super) min_available: u64,
+}
+
+impl Graph {
+    /// Reserves room to keep the columns this pass reads whole (cache contract rule 2).
+    pub(super) fn plan_fills(&self, l: &mut Layout, weighted: bool, partials: u64) {
+        let p = self.meta.partitions as usize;
+        let cache = self.cache();
+        for (i, e) in l.extents.iter().enumerate() {
+            let offsets = &self.grids[e.grid].index.offsets;
+            let (lo, hi) = (offsets[e.dp * p], offsets[e.dp * p + p]);
+            if e.first_edge != lo
+                || e.edges != hi - lo
+                || cache.get(e.grid, e.dp, weighted).is_some()
+            {
+                continue;
+            }
+            let bytes = e.edges * (EDGE_BYTES + if weighted { WEIGHT_BYTES } else { 0 });
+            l.fills[i] = cache.admit(&self.budget, bytes, partials);
+        }
+    }
+
+    /// Keeps the columns read whole and checked (the pass succeeded: cache contract rule 1);
+    /// records the pass's budget need.
+    pub(super) fn keep_fills(&self, l: &mut Layout, fills: Fills, start: u64) {
+        let held: u64 = l.fills.iter().flatten().map(|r| r.bytes()).sum();
+        let mut cache = self.cache();
+        if !l.extents.is_empty() {
+            cache.measured(start.saturating_sub(fills.min_available).saturating_sub(held));
+        }
+        let parts = fills.edges.into_iter().zip(fills.weights);
+        for (i, (edges, weights)) in parts.enumerate() {
+            let Some(res) = l.fills[i].take() else { continue };
+            let e = &l.extents[i];
+            let whole = edges.len() as u64 == e.edges * EDGE_BYTES;
+            let weights_ok =
+                weights.as_ref().is_some_and(|w| w.len() as u64 == e.edges * WEIGHT_BYTES);
+            if !whole || (res.bytes() > edges.len() as u64 && !weights_ok) {
+                continue;
+            }
+            let column =
+                cache::Column { edges: Arc::new(edges), weights: weights.filter(|_| weights_ok) };
+            cache.keep(e.grid, e.dp, column, res);
+        }
+    }
+
+    /// The plan: selected blocks, column by column; runs of adjacent selected blocks of one
+    /// column and grid are one extent (large sequential reads, no per-block alignment waste),
+    /// preceded by the run's weights when `weighted`. Columns kept in the block cache for
+    /// every grid of the pass are served from it instead, when `cached`.
+    pub(super) fn layout(
+        &self,
+        active: &VertexSet,
+        grids: &[usize],
+        weighted: bool,
+        cached: bool,
+    ) -> Result<Layout, Error> {
+        let p = self.meta.partitions as usize;
+        let mut l = Layout {
+            plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
+            extents: Vec::new(),
+            reads: Vec::new(),
+            blocks: Vec::new(),
+            col_bytes: vec![0u64; p],
+            max_col: 0,
+            skipped: 0,
+            edges: 0,
+            served: Vec::new(),
+            fills: Vec::new(),
+        };
+        let cache = self.cache();
+        for dp in 0..p {
+            let kept: Option<Vec<_>> = match cached && cache.enabled {
+                true => {
+                    grids.iter().map(|&gi| self.cached_column(&cache, gi, dp, weighted)).collect()
+                }
+                false => None,
+            };
+            if let Some(kept) = kept {
+                let mut col = 0;
+                for &gi in grids {
+                    let o = &self.grids[gi].index.offsets;
+                    for sp in (0..p).filter(|&sp| o[dp * p + sp] < o[dp * p + sp + 1]) {
+                        let edges = o[dp * p + sp + 1] - o[dp * p + sp];
+                        match active.has_partition(sp) {
+                            true => (l.edges, col) = (l.edges + edges, col + edges * EDGE_BYTES),
+                            false => l.skipped += 1,
+                        }
+                    }
+                }
+                l.max_col = l.max_col.max(col);
+                if kept.iter().all(Option::is_none) {
+                    continue;
+                }
+                let grids =
+                    grids.iter().copied().zip(kept).filter_map(|(g, c)| Some((g, c?))).collect();
+                l.served.push(cache::Served { dp, grids });
+                continue;
+            }
+            for &gi in grids {
+                let g = &self.grids[gi];
+                let mut open: Option<Ext> = None;
+                for sp in 0..p {
+                    let b = dp * p + sp;
+                    let (lo, hi) = (g.index.offsets[b], g.index.offsets[b + 1]);
+                    if lo == hi {
+                        continue;
+                    }
+                    if !active.has_partition(sp) {
+                        l.skipped += 1;
+                        if let Some(e) = open.take() {
+                            l.extents.push(e);
+                        }
+                        continue;
+                    }
+                    let e = open.get_or_insert_with(|| Ext {
+                        grid: gi,
+                        dp,
+                        first_edge: lo,
+                        edges: 0,
+                        blocks: Vec::new(),
+                    });
+                    l.blocks.push(BlockRef {
+                        grid: gi,
+                        block: b,
+                        sp,
+                        start: lo - e.first_edge,
+                        end: hi - e.first_edge,
+                    });
+                    e.blocks.push(l.blocks.len() - 1);
+                    e.edges += hi - lo;
+                    l.col_bytes[dp] += (hi - lo) * EDGE_BYTES;
+                    l.edges += hi - lo;
+                }
+                if let Some(e) = open.take() {
+                    l.extents.push(e);
+                }
+            }
+            l.max_col = l.max_col.max(l.col_bytes[dp]);
+        }
+        l.fills = l.extents.iter().map(|_| None).collect();
+        for (i, e) in l.extents.iter().enumerate() {
+            let g = &self.grids[e.grid];
+            if let Some(w) = g.weights.as_ref().filter(|_| weighted) {
+                l.plan.push_extent(w, e.first_edge * WEIGHT_BYTES, e.edges * WEIGHT_BYTES)?;
+                l.reads.push((i, true));
+            }
+            l.plan.push_extent(&g.edges, e.first_edge * EDGE_BYTES, e.edges * EDGE_BYTES)?;
+            l.reads.push((i, false));
+        }
+        Ok(l)
+    }
+
+    /// Column `dp` of grid `gi` as a pass serves it from the cache: `Some(None)` when the
+    /// column is empty, `None` when it is not kept (weights only for a weighted pass).
+    fn cached_column(
+        &self,
+        cache: &cache::BlockCache,
+        gi: usize,
+        dp: usize,
+        weighted: bool,
+    ) -> Option<Option<cache::Column>> {
+        let (o, p) = (&self.grids[gi].index.offsets, self.meta.partitions as usize);
+        if o[dp * p] == o[dp * p + p] {
+            return Some(None);
+        }
+        let mut c = cache.get(gi, dp, weighted)?;
+        if !weighted {
+            c.weights = None;
+        }
+        Some(Some(c))
+    }
+}
+
+/// What a pass reserves for its partial results: those of the column being gathered plus the
+/// columns queued for appliers, about 16 bytes per edge of a column (the largest column, read or
+/// cached, bounds it), 12 more per edge of a weighted pass (edges and weights waiting to be
+/// gathered), plus one run's weights. No more columns are in flight than the pass has (P = 1:
+/// one; issue 16 item 5); a pass with cached columns gathers one more beside the stream.
+pub(super) fn partials_bytes<K: EdgeKernel>(layout: &Layout, weighted: bool) -> u64 {
+    let appliers = rayon::current_num_threads().clamp(1, 4) as u64;
+    let max_col = layout.max_col / EDGE_BYTES;
+    let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
+        + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
+    let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
+    let served = layout.served.len() as u64;
+    let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64 + served;
+    let in_flight = (appliers * 2 + 2 + u64::from(served > 0)).min(columns.max(1));
+    max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 }
+}
