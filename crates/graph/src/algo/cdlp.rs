@@ -26,6 +26,22 @@ pub struct Cdlp {
     pub iterations: u32,
 }
 
+/// One vertex's step: sets `label` to the mode of its neighbours' previous labels (`buf` is
+/// scratch), keeping it when it has no neighbour; returns whether it changed. The one rule for
+/// the single-process and the distributed CDLP.
+#[inline]
+pub(crate) fn relabel(
+    buf: &mut Vec<VertexId>,
+    neighbours: &[VertexId],
+    prev: &[VertexId],
+    label: &mut VertexId,
+) -> bool {
+    buf.clear();
+    buf.extend(neighbours.iter().map(|&u| prev[u as usize]));
+    let new = if buf.is_empty() { *label } else { mode(buf) };
+    std::mem::replace(label, new) != new
+}
+
 /// The most frequent value of `labels` (sorted in place), the smallest among ties.
 pub(crate) fn mode(labels: &mut [VertexId]) -> VertexId {
     labels.sort_unstable();
@@ -51,12 +67,7 @@ pub fn cdlp(g: &Graph, iterations: u32) -> Result<Cdlp, Error> {
             changed += label[r.start as usize..r.end as usize]
                 .par_iter_mut()
                 .zip(r.into_par_iter())
-                .map_init(Vec::new, |buf, (l, v)| {
-                    buf.clear();
-                    buf.extend(adj.of(v).iter().map(|&u| prev[u as usize]));
-                    let new = if buf.is_empty() { *l } else { mode(buf) };
-                    std::mem::replace(l, new) != new
-                })
+                .map_init(Vec::new, |buf, (l, v)| relabel(buf, adj.of(v), prev, l))
                 .filter(|&c| c)
                 .count();
             Ok(())

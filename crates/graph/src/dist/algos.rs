@@ -9,7 +9,7 @@ use sluice_bsp::Ctx;
 use super::exchange::Exchange;
 use super::{Cost, DistGraph};
 use crate::algo::bfs::{UNREACHED, Visit};
-use crate::algo::cdlp::{Cdlp, mode};
+use crate::algo::cdlp::{Cdlp, relabel};
 use crate::algo::pagerank::{PageRank, PageRankOptions, Sum};
 use crate::algo::spmv::Product;
 use crate::algo::sssp::Relax;
@@ -232,10 +232,7 @@ pub fn cdlp(ctx: &mut Ctx, dg: &DistGraph, iterations: u32) -> Result<(Cdlp, Cos
                 .par_iter_mut()
                 .zip(r.into_par_iter())
                 .map_init(Vec::new, |buf, (l, v)| {
-                    buf.clear();
-                    buf.extend(adj.of(v).iter().map(|&u| prev[u as usize]));
-                    let new = if buf.is_empty() { *l } else { mode(buf) };
-                    (std::mem::replace(l, new) != new).then_some((v, new))
+                    relabel(buf, adj.of(v), prev, l).then_some((v, *l))
                 })
                 .flatten()
                 .collect();
