@@ -298,6 +298,13 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Whether the caller's cancel flag ([`PipelineBuilder::cancel`]) is set: work a front end
+    /// does beside the pipeline (from memory, e.g. a block cache) checks it between pieces, as
+    /// a run checks it after every read.
+    pub fn cancel_requested(&self) -> bool {
+        self.config.cancel.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Reads the whole plan and runs `kernel` on every block; the partials come back in stream
     /// order. Holds every partial until the end: for large partials use [`Pipeline::run_ordered`].
     pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, Error> {

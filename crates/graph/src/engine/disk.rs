@@ -184,7 +184,7 @@ impl Graph {
         let n = self.num_vertices();
         // Weighted pieces are gathered on the rayon pool as they arrive (overlapping the
         // stream); the appliers wait for them in stream order.
-        rayon::in_place_scope(|gatherers| {
+        let out = rayon::in_place_scope(|gatherers| {
             std::thread::scope(|scope| {
                 for _ in 0..appliers {
                     let rx = &rx;
@@ -198,6 +198,9 @@ impl Graph {
                         (tx.clone(), self.grids.iter().map(|g| &g.index).collect::<Vec<_>>());
                     scope.spawn(move || {
                         for (c, (slice, bits)) in served {
+                            if self.pipeline.cancel_requested() {
+                                return; // the pass ends with `Cancelled` below
+                            }
                             let values = cache::column_values(pass, c, &indexes, (p, psize));
                             let values = values.into_iter().map(Values::Ready).collect();
                             if tx.send((c.dp, values, slice, bits)).is_err() {
@@ -318,7 +321,14 @@ impl Graph {
                 }
                 Ok(run)
             })
-        })
+        });
+        // A pass served from the block cache never enters the pipeline's read loop, which is
+        // where a run notices its caller's cancel flag: check it here too (the Python package's
+        // Ctrl-C).
+        if self.pipeline.cancel_requested() {
+            return Err(sluice_io::Error::Cancelled.into());
+        }
+        out
     }
 }
 
