@@ -442,20 +442,9 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
             keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
         };
         let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
-        let last = first + (data.len() / 4) as u64;
-        // The grid blocks this piece overlaps.
-        let k0 = e.blocks.partition_point(|&bi| self.layout.blocks[bi].end <= first);
-        for &bi in &e.blocks[k0..] {
-            let br = &self.layout.blocks[bi];
-            if br.start >= last {
-                break;
-            }
-            let (lo, hi) = (br.start.max(first), br.end.min(last));
-            let (a, z) = ((lo - first) as usize, (hi - first) as usize);
-            let bytes = &data[a * 4..z * 4];
-            let mut crc = crc32fast::Hasher::new();
-            crc.update(bytes);
-            part.pieces.push((bi, crc, bytes.len() as u64));
+        // The grid blocks this read overlaps, each piece's checksum state kept in `pieces`.
+        let mut checks = std::mem::take(&mut part.pieces);
+        for (br, lo, bytes) in self.layout.pieces(e, first, data, &mut checks) {
             let (sbase, dbase) = ((br.sp * self.psize) as u32, (e.dp * self.psize) as u32);
             match &mut part.values {
                 Values::Ready(out) => block_to_values(
@@ -476,6 +465,7 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                 Values::Weights { .. } | Values::Gathering(_) => {}
             }
         }
+        part.pieces = checks;
         part
     }
 }

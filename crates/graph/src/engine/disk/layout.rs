@@ -53,6 +53,36 @@ pub(super) struct Layout {
     pub(super) fills: Vec<Option<sluice_io::Reservation>>,
 }
 
+impl Layout {
+    /// The grid blocks a read of extent `e` overlaps (`data`: its whole edges, starting at
+    /// edge `first` of the extent), in file order: each block's `BlockRef`, the extent-relative
+    /// index of the piece's first edge and its bytes in this read. `checks` gets each piece's CRC state and length, which the stream
+    /// combines per block to check the block's checksum (rule 5). The one walk for the ordered
+    /// passes and the unordered visit.
+    pub(super) fn pieces<'d>(
+        &'d self,
+        e: &'d Ext,
+        first: u64,
+        data: &'d [u8],
+        checks: &'d mut Vec<(usize, crc32fast::Hasher, u64)>,
+    ) -> impl Iterator<Item = (&'d BlockRef, u64, &'d [u8])> + 'd {
+        let last = first + (data.len() / 4) as u64;
+        let k0 = e.blocks.partition_point(|&bi| self.blocks[bi].end <= first);
+        e.blocks[k0..].iter().map_while(move |&bi| {
+            let br = &self.blocks[bi];
+            if br.start >= last {
+                return None;
+            }
+            let (lo, hi) = (br.start.max(first), br.end.min(last));
+            let bytes = &data[(lo - first) as usize * 4..(hi - first) as usize * 4];
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(bytes);
+            checks.push((bi, crc, bytes.len() as u64));
+            Some((br, lo, bytes))
+        })
+    }
+}
+
 /// Bytes of the columns being kept, by extent: edges, and the verified weights of the run.
 #[derive(Default)]
 pub(super) struct Fills {

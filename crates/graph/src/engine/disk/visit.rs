@@ -97,20 +97,9 @@ impl<F: Fn(VertexId, VertexId) + Sync> BlockKernel for Visit<'_, F> {
         let (ext, _) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];
         let data = &b.data[..b.data.len() / 4 * 4];
-        let first = b.extent_offset / EDGE_BYTES;
-        let last = first + (data.len() / 4) as u64;
         let mut pieces = Vec::new();
-        let k0 = e.blocks.partition_point(|&bi| self.layout.blocks[bi].end <= first);
-        for &bi in &e.blocks[k0..] {
-            let br = &self.layout.blocks[bi];
-            if br.start >= last {
-                break;
-            }
-            let (lo, hi) = (br.start.max(first), br.end.min(last));
-            let bytes = &data[(lo - first) as usize * 4..(hi - first) as usize * 4];
-            let mut crc = crc32fast::Hasher::new();
-            crc.update(bytes);
-            pieces.push((bi, crc, bytes.len() as u64));
+        for (br, _, bytes) in self.layout.pieces(e, b.extent_offset / EDGE_BYTES, data, &mut pieces)
+        {
             let (sbase, dbase) = (br.sp as u32 * self.psize, e.dp as u32 * self.psize);
             for x in bytes.chunks_exact(4) {
                 let (s, d) = decode(x);
