@@ -52,7 +52,7 @@ pub fn unregister(path: &Path) {
 pub fn remove_all_and_hold() {
     let guard = CRITICAL.lock().unwrap_or_else(|e| e.into_inner());
     for p in std::mem::take(&mut *lock()) {
-        remove_any(&p);
+        remove_while_written(&p);
     }
     std::mem::forget(guard);
 }
@@ -76,6 +76,35 @@ pub fn remove_any(path: &Path) {
             let _ = std::fs::remove_file(path);
         }
         Err(_) => {}
+    }
+}
+
+/// Removes `path` although other threads of the process may still be creating files in it:
+/// the signal thread does not stop them, so a plain `remove_dir_all` can meet entries made
+/// after it listed the directory and fail with "directory not empty" (CI saw a stage left so).
+/// A directory is first renamed aside (to a name of rule 3's shape, so a later run cleans it if
+/// this one cannot): creations by path then fail, and only those already under way can still
+/// land in it; a few bounded rounds remove those. Nothing recreates a temporary directory.
+fn remove_while_written(path: &Path) {
+    let is_dir = std::fs::symlink_metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    let mut target = path.to_path_buf();
+    if is_dir {
+        for n in 1_000_000..1_000_100u32 {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(format!("-{n}"));
+            let aside = PathBuf::from(aside);
+            if std::fs::symlink_metadata(&aside).is_err() && std::fs::rename(path, &aside).is_ok() {
+                target = aside;
+                break;
+            }
+        }
+    }
+    for _ in 0..200 {
+        remove_any(&target);
+        if std::fs::symlink_metadata(&target).is_err() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -140,5 +169,35 @@ mod tests {
         std::fs::write(&other, "x").unwrap();
         assert_eq!(clean_leftovers(dir.path(), ".t.tmp-"), vec![dead.clone()]);
         assert!(!dead.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_directory_still_being_written_is_removed() {
+        // The interruption case: writer threads go on creating files while the directory is
+        // removed (CI once saw one left behind when a single remove_dir_all raced them).
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let stage = dir.path().join(format!(".s.tmp-{round}"));
+            std::fs::create_dir(&stage).unwrap();
+            let writers: Vec<_> = (0..3)
+                .map(|w| {
+                    let stage = stage.clone();
+                    std::thread::spawn(move || {
+                        for n in 0..20_000 {
+                            if std::fs::write(stage.join(format!("{w}-{n}")), [0u8; 64]).is_err() {
+                                return;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            remove_while_written(&stage);
+            for w in writers {
+                w.join().unwrap();
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+            assert!(left.is_empty(), "round {round}: left behind {left:?}");
+        }
     }
 }
