@@ -239,17 +239,12 @@ impl<K: BlockKernel> Shared<'_, K> {
                 let head = Piece { bytes: Cow::Borrowed(&data[..head_end]), pos };
                 let tail =
                     Piece { bytes: Cow::Borrowed(&data[tail_start..]), pos: pos.plus(tail_start) };
-                out.user_copy_bytes += self.assembler.deposit(
-                    chunk.index,
-                    Fragment::Split { head, tail },
-                    &mut applied,
-                );
+                self.assembler.deposit(chunk.index, Fragment::Split { head, tail }, &mut applied);
                 Some((head_end, tail_start)).filter(|(h, t)| h < t)
             }
             Cut::Inside => {
                 let piece = Piece { bytes: Cow::Borrowed(data), pos };
-                out.user_copy_bytes +=
-                    self.assembler.deposit(chunk.index, Fragment::Inside(piece), &mut applied);
+                self.assembler.deposit(chunk.index, Fragment::Inside(piece), &mut applied);
                 None
             }
         };
@@ -281,9 +276,11 @@ impl<K: BlockKernel> Shared<'_, K> {
     ) -> Result<(), Error> {
         for Applied { read, record } in applied {
             let partial = match record {
-                Some(SeamRecord { bytes, pos, pieces }) => {
+                Some(SeamRecord { bytes, pos, pieces, appended }) => {
+                    // Copies counted by rule, never by arrival order (stitch rule 4).
                     if pieces > 1 {
                         out.seam_bytes += bytes.len() as u64;
+                        out.user_copy_bytes += appended;
                     } else {
                         out.user_copy_bytes += bytes.len() as u64;
                     }
