@@ -13,8 +13,8 @@ import pytest
 
 from conftest import sluice_bin
 
-DTYPES = ["f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
-NUMPY = {"f32": "f4", "f64": "f8", "i8": "i1", "i16": "i2", "i32": "i4", "i64": "i8",
+DTYPES = ["f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+NUMPY = {"f16": "f2", "f32": "f4", "f64": "f8", "i8": "i1", "i16": "i2", "i32": "i4", "i64": "i8",
          "u8": "u1", "u16": "u2", "u32": "u4", "u64": "u8"}
 
 
@@ -110,6 +110,31 @@ def test_stats_fortran_order_2d_and_infinities(tmp_path, sluice):
     out = stats_json(sluice, tmp_path / "g.npy")
     with np.errstate(invalid="ignore"):
         assert math.isnan(num(out["sum"])) and math.isnan(np.nansum(a))
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_stats_float16_special_values_match_numpy(tmp_path, sluice, order):
+    """Every float16 bit pattern but the infinities (so the sum stays finite): subnormals, ±0,
+    the largest normals, NaNs with any payload; widened by NumPy itself (astype(float64))."""
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    a = bits.view(np.float16)
+    a = a[~np.isinf(a)].astype(np.dtype(order + "f2"))
+    np.random.default_rng(3).shuffle(a)
+    np.save(tmp_path / "h.npy", a)
+    out = stats_json(sluice, tmp_path / "h.npy", "--block-size", "4K", "--bins", "10",
+                     "--range", "-1e-5,1e-5")
+    assert out["dtype"] == order + "f2"
+    check_against_numpy(out, a, 10, -1e-5, 1e-5)
+    # The smallest subnormal and its neighbours exactly (2^-24 = 5.960464477539063e-08).
+    tiny = np.array([2**-24, -2**-24, 3 * 2**-24], dtype=np.float16)
+    np.save(tmp_path / "t.npy", tiny)
+    out = stats_json(sluice, tmp_path / "t.npy")
+    assert (out["min"], out["max"], out["sum"]) == (-2**-24, 3 * 2**-24, 3 * 2**-24)
+    # Infinities as in NumPy.
+    inf = np.array([1.0, np.inf, 2.0], dtype=np.float16)
+    np.save(tmp_path / "i.npy", inf)
+    out = stats_json(sluice, tmp_path / "i.npy")
+    assert num(out["sum"]) == math.inf and num(out["max"]) == math.inf and out["min"] == 1.0
 
 
 def test_stats_empty_and_all_nan(tmp_path, sluice):

@@ -27,7 +27,7 @@ pub(crate) struct StatsArgs {
     /// that order (under mpirun, each rank reads its own parts; else each rank reads a stripe).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Element type of a raw file: f32|f64|i8|i16|i32|i64|u8|u16|u32|u64 (a .npy must agree).
+    /// Element type of a raw file: f16|f32|f64|i8|i16|i32|i64|u8|u16|u32|u64 (a .npy must agree).
     #[arg(long, value_name = "TYPE")]
     dtype: Option<String>,
     /// Byte order of a raw file: little|big [default: little] (a .npy must agree).

@@ -177,7 +177,7 @@ fn stats_bad_input_exits_2_with_a_clear_message() {
     let f = write(dir.path(), "odd.raw", &[0u8; 21]);
     assert_fails(&sluice(&["stats", p(&f), "--dtype", "i32"]), &["odd.raw", "21", "multiple", "4"]);
     assert_fails(&sluice(&["stats", p(&f)]), &["odd.raw", "--dtype"]);
-    assert_fails(&sluice(&["stats", p(&f), "--dtype", "f16"]), &["dtype", "f16"]);
+    assert_fails(&sluice(&["stats", p(&f), "--dtype", "f128"]), &["dtype", "f128"]);
     let mut f8 = npy_header("<f8", "(1,)");
     f8.extend_from_slice(&[0u8; 8]);
     let f = write(dir.path(), "f8.npy", &f8);

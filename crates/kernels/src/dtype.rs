@@ -5,6 +5,9 @@ use std::fmt;
 /// A scalar element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scalar {
+    /// IEEE 754 binary16 (NumPy's `float16`, `e`). Widened exactly to f64 (every binary16 value,
+    /// subnormals, infinities and NaN included, is an f64) before any arithmetic.
+    F16,
     /// IEEE 754 binary32.
     F32,
     /// IEEE 754 binary64.
@@ -28,11 +31,12 @@ pub enum Scalar {
 }
 
 /// The names `--dtype` accepts, in order.
-pub const SCALAR_NAMES: &str = "f32|f64|i8|i16|i32|i64|u8|u16|u32|u64";
+pub const SCALAR_NAMES: &str = "f16|f32|f64|i8|i16|i32|i64|u8|u16|u32|u64";
 
 impl Scalar {
     /// Every scalar type.
-    pub const ALL: [Scalar; 10] = [
+    pub const ALL: [Scalar; 11] = [
+        Scalar::F16,
         Scalar::F32,
         Scalar::F64,
         Scalar::I8,
@@ -49,20 +53,21 @@ impl Scalar {
     pub fn size(self) -> usize {
         match self {
             Scalar::I8 | Scalar::U8 => 1,
-            Scalar::I16 | Scalar::U16 => 2,
+            Scalar::F16 | Scalar::I16 | Scalar::U16 => 2,
             Scalar::F32 | Scalar::I32 | Scalar::U32 => 4,
             Scalar::F64 | Scalar::I64 | Scalar::U64 => 8,
         }
     }
 
-    /// Returns true if and only if this is a floating-point type.
+    /// Returns true if and only if this is a floating-point type (f16, f32 or f64).
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F16 | Scalar::F32 | Scalar::F64)
     }
 
     /// The short name (`f64`, `u8` ...), as `--dtype` takes it.
     pub fn name(self) -> &'static str {
         match self {
+            Scalar::F16 => "f16",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
             Scalar::I8 => "i8",
@@ -81,6 +86,7 @@ impl Scalar {
     pub fn parse(text: &str) -> Option<Scalar> {
         let t = text.trim().to_ascii_lowercase();
         let t = match t.as_str() {
+            "float16" | "half" => "f16",
             "float32" | "single" => "f32",
             "float64" | "double" => "f64",
             "int8" => "i8",
@@ -108,6 +114,7 @@ impl Scalar {
     /// The numpy kind character and size of a descr (`f`, 8).
     pub fn from_numpy(kind: char, size: usize) -> Option<Scalar> {
         Some(match (kind, size) {
+            ('f', 2) => Scalar::F16,
             ('f', 4) => Scalar::F32,
             ('f', 8) => Scalar::F64,
             ('i', 1) => Scalar::I8,
@@ -186,7 +193,7 @@ impl Dtype {
             (_, Endian::Big) => '>',
         };
         let kind = match self.scalar {
-            Scalar::F32 | Scalar::F64 => 'f',
+            Scalar::F16 | Scalar::F32 | Scalar::F64 => 'f',
             Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 => 'i',
             _ => 'u',
         };
@@ -218,7 +225,11 @@ mod tests {
         assert_eq!(Scalar::parse("f8"), Some(Scalar::F64));
         assert_eq!(Scalar::parse("i4"), Some(Scalar::I32));
         assert_eq!(Scalar::parse("float32"), Some(Scalar::F32));
-        assert_eq!(Scalar::parse("f16"), None);
+        assert_eq!(Scalar::parse("f16"), Some(Scalar::F16));
+        assert_eq!(Scalar::parse("float16"), Some(Scalar::F16));
+        assert_eq!(Scalar::parse("f2"), Some(Scalar::F16));
+        assert_eq!(Scalar::parse("f128"), None);
+        assert_eq!(Dtype::new(Scalar::F16, Endian::Big).descr(), ">f2");
         assert_eq!(Dtype::new(Scalar::I32, Endian::Big).descr(), ">i4");
         assert_eq!(Dtype::new(Scalar::U8, Endian::Big).descr(), "|u1");
     }

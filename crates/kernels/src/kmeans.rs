@@ -115,7 +115,7 @@ fn open_matrix(path: &Path, config: &KmeansConfig) -> Result<Matrix, KmeansError
     let stats_config =
         StatsConfig { dtype: config.dtype, endian: config.endian, ..StatsConfig::default() };
     let info = open_array(path, &stats_config)?;
-    if !info.dtype.scalar.is_float() {
+    if !matches!(info.dtype.scalar, Scalar::F32 | Scalar::F64) {
         return Err(Error::UnsupportedDtype {
             path: path.to_path_buf(),
             descr: info.dtype.descr(),

@@ -82,6 +82,7 @@
 //!   fft/twiddle.rs     twiddle factors from two √n tables
 //!   fft/file.rs        complex128 .npy in and out; fft_file
 //! npy.rs               .npy header parsing and writing
+//!   npy/parse.rs       the header dict (a Python literal) and the descr string
 //! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
 //! pairwise.rs          pairwise and Neumaier summation
 //! hints.rs             active-storage hints: key=value parameters, Hinted

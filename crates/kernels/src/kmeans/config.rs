@@ -72,7 +72,7 @@ impl Hinted for KmeansConfig {
             "dtype" => {
                 self.dtype = Some(
                     Scalar::parse(value)
-                        .filter(|s| s.is_float())
+                        .filter(|s| matches!(s, Scalar::F32 | Scalar::F64))
                         .ok_or_else(|| hints::bad_value(key, value, "f32 or f64"))?,
                 );
             }

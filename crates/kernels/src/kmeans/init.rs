@@ -71,7 +71,7 @@ pub(super) fn read_centres(
         return Err(bad("Fortran order is not supported; save it in C order".into()));
     }
     let size = header.dtype.itemsize();
-    if !header.dtype.scalar.is_float() {
+    if !matches!(header.dtype.scalar, Scalar::F32 | Scalar::F64) {
         return Err(bad(format!("dtype {} is not f32 or f64", header.descr)));
     }
     let open_err = |source| Error::Open { path: path.to_path_buf(), source };

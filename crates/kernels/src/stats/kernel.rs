@@ -98,6 +98,25 @@ macro_rules! elem {
 }
 elem!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// float16: stored as its bits, widened exactly to f64 (every binary16 value is an f64:
+/// subnormals, infinities and NaN keep their meaning). Integer figures never see floats.
+impl Elem for half::f16 {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn load<const BIG: bool>(bytes: &[u8]) -> Self {
+        let a = [bytes[0], bytes[1]];
+        half::f16::from_bits(if BIG { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) })
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline(always)]
+    fn to_i128(self) -> i128 {
+        f64::from(self) as i128
+    }
+}
+
 /// Values per chunk: a block is decoded a chunk at a time into an f64 buffer that stays in L1
 /// (8 KiB); sums, moments and bins are taken over the buffer in loops the compiler vectorizes.
 pub const CHUNK: usize = 1024;
@@ -344,7 +363,7 @@ impl BlockKernel for StatsKernel {
                 }
             };
         }
-        dispatch!(F32 => f32, F64 => f64, I8 => i8, I16 => i16, I32 => i32, I64 => i64,
+        dispatch!(F16 => half::f16, F32 => f32, F64 => f64, I8 => i8, I16 => i16, I32 => i32, I64 => i64,
                   U8 => u8, U16 => u16, U32 => u32, U64 => u64)
     }
 }
