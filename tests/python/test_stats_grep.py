@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -243,3 +244,58 @@ def test_grep_literal_and_printing_like_grep_b(tmp_path, sluice):
     assert [m["offset"] for m in out["matches"]] == [0, 16, 26]
     assert all(k in out["run"] for k in ["bytes_read", "seconds", "bandwidth_bytes_per_s",
                                          "engine", "direct", "copies"])
+
+
+@pytest.mark.parametrize("name,shape,order", [
+    ("f64", (5000, 7), "C"), ("f64", (5000, 7), "F"), ("f32", (3001, 3), "C"),
+    ("f16", (4000, 5), "F"), ("i32", (2500, 11), "C"), ("u8", (999, 1), "C"),
+    ("f64", (3, 700), "C"), ("i64", (40, 2), "F"),
+])
+def test_stats_axis0_matches_numpy_per_column(tmp_path, sluice, name, shape, order):
+    """`--axis 0` against NumPy's nan-aware figures along axis 0, computed in float64 by NumPy
+    from the same array; a 4 KiB block size so rows (C) and columns (F) span several blocks."""
+    rng = np.random.default_rng(sum(shape) + len(name))
+    a = random_array(rng, name, shape[0] * shape[1], "<").reshape(shape)
+    a = np.asfortranarray(a) if order == "F" else np.ascontiguousarray(a)
+    np.save(tmp_path / "m.npy", a)
+    out = stats_json(sluice, tmp_path / "m.npy", "--axis", "0", "--block-size", "4K")
+    assert (out["shape"], out["fortran_order"], out["axis"]) == (list(shape), order == "F", 0)
+    cols = out["columns"]
+    assert len(cols) == shape[1]
+    wide = a.astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        mean, std = np.nanmean(wide, axis=0), np.nanstd(wide, axis=0)
+        lo, hi = np.nanmin(wide, axis=0), np.nanmax(wide, axis=0)
+        var1 = np.nanvar(wide, axis=0, ddof=1)
+    nans = np.isnan(wide).sum(axis=0)
+    for j, c in enumerate(cols):
+        assert c["count"] == shape[0] and c["nan_count"] == int(nans[j])
+        if nans[j] == shape[0]:
+            assert c["mean"] is None and c["min"] is None
+            continue
+        assert close(c["mean"], mean[j], 1e-12), (j, c["mean"], mean[j])
+        assert close(math.sqrt(num(c["variance"])), std[j], 1e-10), (j, c["variance"], std[j])
+        assert num(c["min"]) == lo[j] and num(c["max"]) == hi[j]
+        if shape[0] - nans[j] > 1:
+            assert close(c["variance_sample"], var1[j], 1e-10)
+        if a.dtype.kind in "iu":
+            assert c["sum"] == int(a[:, j].astype(object).sum())
+    # The table prints one row per column, with a header naming the figures.
+    table = sluice("stats", tmp_path / "m.npy", "--axis", "0", check=True).stdout.splitlines()
+    assert table[1].split()[:3] == ["column", "count", "nan_count"]
+    assert [line.split()[0] for line in table[2:2 + shape[1]]] == [str(j) for j in range(shape[1])]
+
+
+def test_stats_axis0_refusals_and_empty(tmp_path, sluice):
+    np.save(tmp_path / "v.npy", np.arange(5.0))
+    p = sluice("stats", tmp_path / "v.npy", "--axis", "0")
+    assert p.returncode == 2 and "v.npy" in p.stderr and "2-D" in p.stderr
+    np.save(tmp_path / "m.npy", np.ones((3, 2)))
+    p = sluice("stats", tmp_path / "m.npy", "--axis", "1")
+    assert p.returncode == 2 and "axis 0" in p.stderr
+    p = sluice("stats", tmp_path / "m.npy", "--axis", "0", "--bins", "3")
+    assert p.returncode == 2
+    np.save(tmp_path / "e.npy", np.zeros((0, 3)))
+    out = stats_json(sluice, tmp_path / "e.npy", "--axis", "0")
+    assert [(c["count"], c["mean"]) for c in out["columns"]] == [(0, None)] * 3

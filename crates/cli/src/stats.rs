@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sluice_kernels::dist::Dataset;
+use sluice_kernels::stats::AxisReport;
 use sluice_kernels::{Error as KernelError, StatsConfig, StatsReport};
 
 use crate::common::{self, Layout, PipelineArgs, Progress};
@@ -42,7 +43,12 @@ pub(crate) struct StatsArgs {
     /// Kernel parameter as an active-storage hint (keys: dtype, endian, bins, range); repeatable.
     #[arg(long = "hint", value_name = "KEY=VALUE")]
     hints: Vec<String>,
-    /// Print one JSON object (the figures and a `run` object) instead of a table.
+    /// Figures per column of a 2-D .npy (NumPy's axis=0; C or Fortran order): 0 is the one
+    /// axis taken; no histogram, one file.
+    #[arg(long, value_name = "AXIS", conflicts_with_all = ["bins", "range"])]
+    axis: Option<String>,
+    /// Print one JSON object (the figures and a `run` object) instead of a table; with --axis
+    /// the figures are the array `columns`, one object per column.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -59,6 +65,9 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     ];
     crate::common::apply_flags(&mut config, &flags, &args.hints)?;
     let budget = args.pipeline.budget()?;
+    if let Some(axis) = &args.axis {
+        return run_axis(&args, axis, &config, &budget);
+    }
     let dataset = dataset(&args.files);
     if matches!(dataset, Dataset::Parts(_)) || crate::dist::launched_ranks().is_some() {
         let pipeline = args.pipeline.builder(&budget)?.build()?;
@@ -80,6 +89,85 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     drop(progress);
     print(&report, args.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--axis`: per-column figures of one 2-D `.npy` in one process.
+fn run_axis(
+    args: &StatsArgs,
+    axis: &str,
+    config: &StatsConfig,
+    budget: &sluice_io::Budget,
+) -> anyhow::Result<ExitCode> {
+    if axis.trim() != "0" {
+        anyhow::bail!("--axis {axis:?}: only axis 0 (figures per column) is supported");
+    }
+    let [file] = &args.files[..] else {
+        anyhow::bail!("--axis takes one file, not parts of an array");
+    };
+    if crate::dist::launched_ranks().is_some() {
+        anyhow::bail!("--axis runs in one process, not under mpirun");
+    }
+    let total = std::fs::metadata(file).map_or(0, |m| m.len());
+    let progress = Progress::start("stats", total, true);
+    let pipeline = args.pipeline.builder(budget)?.progress(progress.counter()).build()?;
+    let report =
+        sluice_kernels::stats::stats_axis0(file, config, &pipeline, budget).map_err(with_flags)?;
+    drop(progress);
+    let text = if args.json { serde_json::to_string(&report)? + "\n" } else { axis_table(&report) };
+    common::print(format_args!("{text}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per column: its figures, as the whole-array table prints them.
+fn axis_table(r: &AxisReport) -> String {
+    let opt = |x: &Option<sluice_kernels::Number>| x.map_or("-".to_string(), |n| n.to_string());
+    let order = if r.fortran_order { ", fortran order" } else { "" };
+    let (rows, cols) = (r.shape[0], r.shape[1]);
+    let mut lines = vec![
+        [
+            "column",
+            "count",
+            "nan_count",
+            "sum",
+            "min",
+            "max",
+            "mean",
+            "variance",
+            "variance_sample",
+        ]
+        .map(str::to_string),
+    ];
+    for (j, f) in r.columns.iter().enumerate() {
+        lines.push([
+            j.to_string(),
+            f.count.to_string(),
+            f.nan_count.to_string(),
+            f.sum.to_string(),
+            opt(&f.min),
+            opt(&f.max),
+            opt(&f.mean),
+            opt(&f.variance),
+            opt(&f.variance_sample),
+        ]);
+    }
+    let mut widths = [0usize; 9];
+    for line in &lines {
+        for (w, cell) in widths.iter_mut().zip(line) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = format!(
+        "file {} (npy {}, shape ({rows}, {cols}){order}), figures per column (axis 0)\n",
+        r.file.display(),
+        r.dtype
+    );
+    for line in &lines {
+        let cells: Vec<String> = line.iter().zip(widths).map(|(c, w)| format!("{c:>w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&common::run_figures(&r.run, Layout::Row));
+    out
 }
 
 /// The dataset the FILE arguments name: parts when there are several, or when the one path

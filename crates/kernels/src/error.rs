@@ -106,6 +106,14 @@ pub enum Error {
         /// What the option takes (`a non-negative integer`).
         expected: String,
     },
+    /// Per-column statistics of an array that is not 2-D.
+    #[error("{path}: per-column statistics need a 2-D .npy array; its shape is {shape:?}")]
+    NotAMatrix {
+        /// The file.
+        path: PathBuf,
+        /// Its shape (`[count]` for a raw file).
+        shape: Vec<u64>,
+    },
     /// An option value below the option's least value.
     #[error("option {key}: {value} is less than {min}")]
     TooSmall {

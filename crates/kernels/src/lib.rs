@@ -58,6 +58,7 @@
 //!   stats/kernel.rs    StatsKernel (a block's BlockStats) and StatsFold (stream-order fold)
 //!   stats/histogram.rs NumPy's bin assignment; counts in scratch arrays or atomics
 //!   stats/report.rs    Figures, StatsReport and Number, as they print in JSON
+//!   stats/axis.rs      per-column figures of a 2-D array (axis 0): stats_axis0, AxisReport
 //! grep.rs              the grep pass: GrepConfig, grep(), grep_with(), grep_reader()
 //!   grep/search.rs     GrepKernel: pattern list, block-wide search, inverting, context
 //!   grep/gnu.rs        GnuPrinter: GNU grep's output format (prefixes, `--`, -o)

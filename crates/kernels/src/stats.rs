@@ -65,8 +65,10 @@
 //! - `kernel`: [`StatsKernel`] (a block's figures, [`BlockStats`]) and [`StatsFold`] (rule 7).
 //! - `histogram`: the histogram's edges, bin assignment and counts (rule 6).
 //! - `report`: [`Figures`], [`StatsReport`] and [`Number`], as they print in JSON (rule 5).
+//! - `axis`: per-column figures of a 2-D array, [`stats_axis0`] and [`AxisReport`].
 
 mod array;
+mod axis;
 mod config;
 mod histogram;
 mod kernel;
@@ -80,6 +82,7 @@ use sluice_io::{Budget, Pipeline, Plan, RecordLayout};
 use crate::Error;
 
 pub use array::{ArrayInfo, open_array};
+pub use axis::{AxisReport, stats_axis0};
 pub use config::{DEFAULT_BINS, StatsConfig};
 pub(crate) use kernel::figures;
 pub use kernel::{BlockStats, CHUNK, StatsFold, StatsKernel, StatsNode};

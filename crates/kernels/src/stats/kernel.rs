@@ -351,7 +351,14 @@ impl BlockKernel for StatsKernel {
     type Partial = BlockStats;
 
     fn process(&self, block: &Block<'_>) -> BlockStats {
-        let data = block.data;
+        self.block_stats(block.data)
+    }
+}
+
+impl StatsKernel {
+    /// The figures of `data`, whole elements of the kernel's dtype (one block, or one column's
+    /// values gathered from a block by `axis`).
+    pub(crate) fn block_stats(&self, data: &[u8]) -> BlockStats {
         // Contract rule 8 and `open_array` make every block whole elements.
         debug_assert_eq!(data.len() % self.dtype.itemsize(), 0);
         let big = self.dtype.endian == Endian::Big;
