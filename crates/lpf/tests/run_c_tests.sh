@@ -157,6 +157,16 @@ run_case queue_both_ends_checked queue_both_ends 0 '^queue_both_ends ok$' 1 "${P
 run_case resize_sync_checked resize_sync   0 '^resize_sync ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 run_case root_context_checked root_context 0 '^root_context ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
 run_case rehook_checked  rehook          0 '^rehook ok$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1
+# Checked-mode messages (issue 16 item 13): one line per error, naming the primitive, its slot,
+# pid and offset, and the rule; the other processes' PeerFailed prints nothing; no message on the
+# fast path.
+MSG='^sluice-lpf: process 0: lpf_put'
+run_case checked_msg_pid checked_message 0 "$MSG"'\(src slot 0 offset 0, dst pid 4 slot 0 offset 4, 8 bytes\): process id 4 is not below p = 4; rule broken: a process id is below p$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- pid
+run_case checked_msg_pid_once checked_message 0 'sluice-lpf:' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- pid
+run_case checked_msg_pid_code checked_message 0 '^checked_message pid pid 0 sync fatal$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- pid
+run_case checked_msg_bounds checked_message 0 "$MSG"'\(src slot 0 offset 12, dst pid 1 slot 0 offset 0, 8 bytes\): process 0: bytes 12\.\.12\+8 are outside slot 0 of 16 bytes; rule broken: a message reads and writes inside its slots$' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- bounds
+run_case checked_msg_overlap checked_message 0 '^sluice-lpf: process [0-9]+: lpf_sync: checked backend, process [0-9]+: .* read by one message and .* written by another .*; rule broken: no byte is written by one message' 1 "${P4[@]}" SLUICE_BSP_CHECKED=1 -- overlap
+run_case fast_no_msg     checked_message 0 'sluice-lpf:' 0 "${P4[@]}" -- pid
 for label in probe_measured probe_default; do
     [ -f "$work/$label.out" ] && grep '^probe:' "$work/$label.out" | sed "s/^/    $label /"
 done
