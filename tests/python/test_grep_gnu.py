@@ -1,5 +1,5 @@
 """`sluice grep` against GNU grep, byte for byte: every flag people use (-v -n -w -i -o -l -L -c
--H -h -x -b -q -A/-B/-C -e -F), on one file, several files, a directory and standard input, over
+-H -h -x -b -q -A/-B/-C -e -F -m --include --exclude --exclude-dir --color), on one file, several files, a directory and standard input, over
 files with long lines, CRLF, no trailing newline, NUL bytes, lines across block boundaries and
 empty files. Both run with LC_ALL=C (bytes); sluice with 4 KiB blocks, so that many lines and
 matches sit on a seam between two reads. Compared: standard output and the exit status.
@@ -7,7 +7,8 @@ matches sit on a seam between two reads. Compared: standard output and the exit 
 Known differences, kept out of the data (documented in `sluice grep --help` and the module doc):
 patterns are Rust regexes (leftmost-first, not POSIX leftmost-longest, which `-o` can show with
 alternatives like `a|ab`); in a binary file GNU grep also treats NUL as a line end, which changes
-`-v` and `-c` there.
+`-v` and `-c` there. `--color=always` is compared with GNU grep's default colours (GREP_COLORS
+unset: sluice does not read it).
 """
 
 import os
@@ -160,3 +161,82 @@ def test_errors_exit_2_and_the_other_files_are_still_searched(corpus):
     assert_same(["zzz", "missing.txt", "plain.txt"], corpus)
     g, s = assert_same(["a(", "plain.txt"], corpus, gnu_args=["-E", "a(", "plain.txt"])
     assert b"a(" in s.stderr
+
+
+MAX_FLAGS = [
+    ["-m", "1"], ["-m", "3", "-n"], ["-m", "2", "-A", "2"], ["-m", "5", "-c"], ["-m", "0"],
+    ["-m", "2", "-v"], ["-m", "3", "-C", "1", "-n"], ["-m", "1", "-l"], ["-m", "2", "-o", "-b"],
+    ["-m", "4", "-B", "2"], ["-m", "2", "-v", "-A", "1"], ["-m", "7", "-q"], ["-m", "1", "-L"],
+    ["-m", "40", "-A", "3"], ["-m", "1", "-A", "0"],
+]
+
+
+@pytest.mark.parametrize("flags", MAX_FLAGS, ids=lambda f: "".join(f))
+@pytest.mark.parametrize("pattern", ["foo", "^the", "end$", ""])
+def test_max_count(corpus, flags, pattern):
+    """-m NUM: each file stops after NUM selected lines; its trailing context still prints (as
+    context, matching lines too); counts and -l/-L/-q count at most NUM."""
+    if pattern == "" and "-v" in flags:
+        return  # GNU's shortcut for an empty pattern with -v, as in test_one_file_each_flag
+    for name in FILES:
+        assert_same([*flags, "-E", "-e", pattern, name], corpus)
+    assert_same([*flags, "-E", "-e", pattern, *FILES], corpus)
+
+
+COLOR_FLAGS = [f for f in FLAGS if "-q" not in f] + [["-v", "-C", "2"], ["-c", "-H"], ["-L"],
+                                                     ["-o", "-n", "-b", "-H"], ["-A", "0"]]
+
+
+@pytest.mark.parametrize("flags", COLOR_FLAGS, ids=lambda f: "".join(f) or "none")
+@pytest.mark.parametrize("pattern", ["foo", "o+", "x|quux", "^", "\\bword\\b"])
+def test_color_always_has_gnu_default_colors(corpus, flags, pattern):
+    """--color=always: the SGR sequences GNU grep writes with GREP_COLORS unset (names, numbers,
+    separators, matches in selected lines, or with -v in context lines)."""
+    for name in FILES:
+        assert_same(["--color=always", *flags, "-E", "-e", pattern, name], corpus)
+    assert_same(["--color=always", *flags, "-E", "-e", pattern, *FILES[:4]], corpus)
+
+
+@pytest.mark.parametrize("when", ["never", "auto"])
+def test_color_never_and_auto_into_a_pipe_are_plain(corpus, when):
+    for flags in [[], ["-n", "-H"], ["-C", "1"], ["-o"], ["-c"], ["-l"]]:
+        assert_same([f"--color={when}", *flags, "foo", *FILES[:3]], corpus)
+        assert_same([*flags, "foo", *FILES[:3]], corpus, gnu_args=[*flags, "foo", *FILES[:3]])
+
+
+@pytest.fixture(scope="module")
+def globs_tree(tmp_path_factory):
+    rng = np.random.default_rng(17)
+    d = tmp_path_factory.mktemp("globs")
+    for rel in ["a.c", "b.h", ".hidden.c", "x.txt", "src/main.c", "src/util.h", "src/x.c",
+                "src/sub/deep.c", "src/sub/notes.txt", "build/out.c", "build/obj/o.txt",
+                "doc/readme.txt", "doc/c.c/inner.txt", "a[1].c", "star*.c"]:
+        p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text(rng, 20))
+    return d
+
+
+GLOB_CASES = [
+    ["--include=*.c"], ["--include=*.h", "--include=*.txt"], ["--exclude=*.c"],
+    ["--exclude=x*"], ["--exclude-dir=build"], ["--exclude-dir=s*"], ["--exclude-dir=sub"],
+    ["--include=*.c", "--exclude=x*"], ["--exclude=x*", "--include=*.c"],
+    ["--exclude=*.c", "--include=main.c"], ["--include=*.c", "--exclude-dir=src"],
+    ["--include", "?.c"], ["--exclude", "[ab].*"], ["--include=[!a]*.c"], ["--include=a[[]1].c"],
+    ["--exclude=star\\*.c"], ["--include=.*"], ["--exclude-dir=*.c"], ["--exclude-dir=doc",
+                                                                       "--include=*.txt"],
+    ["--exclude-dir=."], ["--exclude=*"], ["--include=*"],
+]
+
+
+@pytest.mark.parametrize("globs", GLOB_CASES, ids=lambda f: " ".join(f))
+def test_include_exclude_and_exclude_dir(globs_tree, globs):
+    """--include/--exclude (the last matching option wins; none matching skips the file if the
+    first one is --include), --exclude-dir, on a tree walked recursively (base names), on files
+    and directories named on the command line (any name suffix after a `/`), and with no FILE
+    (`.`)."""
+    for flags in [["-r"], ["-r", "-l"], ["-r", "-c"]]:
+        assert_same([*flags, *globs, "foo", "."], globs_tree)
+        assert_same([*flags, *globs, "foo"], globs_tree)
+        assert_same([*flags, *globs, "foo", "src", "a.c", "b.h", "src/x.c", "build",
+                     "./doc/readme.txt"], globs_tree)

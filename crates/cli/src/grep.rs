@@ -18,6 +18,10 @@ use sluice_kernels::{GrepConfig, RecordMatch};
 
 use crate::common::{PipelineArgs, Progress, write_or_close};
 
+mod filter;
+
+use filter::Filters;
+
 /// Arguments of `sluice grep`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -99,6 +103,24 @@ pub(crate) struct GrepArgs {
     /// Print N lines of context before and after each selected line.
     #[arg(short = 'C', long, value_name = "N")]
     context: Option<usize>,
+    /// Stop each file after NUM selected lines (then print its trailing context, as GNU grep).
+    #[arg(short = 'm', long, value_name = "NUM")]
+    max_count: Option<u64>,
+    /// Search only files whose base name matches GLOB (a file named on the command line: any
+    /// name suffix after a `/`); repeatable. With --exclude, the last matching option wins.
+    #[arg(long, value_name = "GLOB")]
+    include: Vec<String>,
+    /// Skip files whose base name matches GLOB (as --include); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// Skip directories whose base name matches GLOB; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    exclude_dir: Vec<String>,
+    /// Colour the output: never, always, or auto (when standard output is a terminal);
+    /// --color alone is auto. GNU grep's default colours; GREP_COLORS is not read.
+    #[arg(long, alias = "colour", value_name = "WHEN", num_args = 0..=1,
+          require_equals = true, default_missing_value = "auto")]
+    color: Option<String>,
     /// Cut the file into fixed records of N bytes instead of lines.
     #[arg(long, value_name = "N")]
     record_size: Option<String>,
@@ -148,6 +170,21 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         args.after_context.or(args.context).unwrap_or(0),
     );
     let names_only = args.files_with_matches || args.files_without_match || args.quiet;
+    let color = match args.color.as_deref() {
+        None | Some("never") => false,
+        Some("always") => true,
+        Some("auto") => {
+            use std::io::IsTerminal;
+            std::io::stdout().is_terminal() && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
+        }
+        Some(other) => anyhow::bail!("--color={other:?}: expected never, always or auto"),
+    };
+    if args.max_count.is_some() && (args.json || args.count_matches) {
+        anyhow::bail!("-m/--max-count is not supported with --json or --count-matches");
+    }
+    let max_count = args.max_count.unwrap_or(u64::MAX);
+    let filters =
+        Filters::new(&args.include, &args.exclude, &args.exclude_dir, std::env::args_os());
     let mut config = GrepConfig {
         pattern: patterns.join("\n"),
         fixed_strings: args.fixed_strings,
@@ -158,7 +195,8 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         word: args.word_regexp,
         line_regexp: args.line_regexp,
         line_numbers: args.line_number,
-        only_matching: args.only_matching,
+        // Match spans for -o, and for colouring the matches.
+        only_matching: args.only_matching || color,
         before_context: before,
         after_context: after,
         text: args.text,
@@ -207,6 +245,8 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         before,
         after,
         text: args.text,
+        color,
+        context_given: args.before_context.or(args.after_context).or(args.context).is_some(),
     };
     let mut printer =
         GnuPrinter::new(std::io::BufWriter::with_capacity(1 << 16, stdout.lock()), opts);
@@ -228,8 +268,11 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         if op.as_os_str() == "-" {
             inputs.push(Input::Stdin);
         } else if op.is_dir() {
-            walk(op, args.text, &mut inputs, &mut report_error);
-        } else {
+            // The `.` searched by default is never skipped (GNU's omit_dot_slash).
+            if strip_dot || !filters.skips_dir(op, true) {
+                walk(op, args.text, &filters, &mut inputs, &mut report_error);
+            }
+        } else if !filters.skips_file(op, true) {
             inputs.push(Input::File { path: op.clone(), walked: false });
         }
     }
@@ -257,10 +300,15 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
             write_or_close(&mut closed, printer.get_mut().write_all(head.as_bytes()))?;
         }
         let mut first = true;
+        let mut limit = Limit::new(max_count, after);
         let on_match = |m: &RecordMatch| -> anyhow::Result<()> {
             if closed {
                 return Ok(());
             }
+            let Some(m) = limit.take(m) else {
+                return Ok(());
+            };
+            let m = &*m;
             let written = if args.json {
                 let sep: &[u8] = if first { b"" } else { b"," };
                 first = false;
@@ -290,23 +338,26 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        selected |= report.records_matched > 0;
-        let out = printer.get_mut();
-        let prefix = if with_name { format!("{}:", shown.display()) } else { String::new() };
-        let tail = if args.json {
+        // -m: a file stops after `max_count` selected records (counts too).
+        let matched = report.records_matched.min(max_count);
+        selected |= matched > 0;
+        let name = shown.as_os_str().as_encoded_bytes();
+        let written = if args.json {
             let whole = serde_json::to_string(&report)?;
-            if json_open { format!("],{}\n", &whole[1..]) } else { format!("{whole}\n") }
+            let tail =
+                if json_open { format!("],{}\n", &whole[1..]) } else { format!("{whole}\n") };
+            printer.get_mut().write_all(tail.as_bytes())
         } else if args.quiet {
-            String::new()
+            Ok(())
         } else if args.files_with_matches || args.files_without_match {
-            let listed = (report.records_matched > 0) == args.files_with_matches;
-            if listed { format!("{}\n", shown.display()) } else { String::new() }
+            let listed = (matched > 0) == args.files_with_matches;
+            if listed { printer.name_line(name) } else { Ok(()) }
         } else if config.count {
-            format!("{prefix}{}\n", report.count)
+            printer.count_line(with_name.then_some(name), report.count.min(max_count))
         } else {
-            String::new()
+            Ok(())
         };
-        write_or_close(&mut closed, out.write_all(tail.as_bytes()))?;
+        write_or_close(&mut closed, written)?;
         if printer.finish_file() {
             write_or_close(&mut closed, printer.get_mut().flush())?;
             eprintln!("sluice: {}: binary file matches", shown.display());
@@ -343,11 +394,65 @@ fn search(
     grep::grep_reader(file, path, config, budget, on_match)
 }
 
+/// -m: passes a file's listed records until `max` selected ones went by, then only the
+/// `after` records right after the last of them, as context (GNU grep prints a stopped file's
+/// trailing context, matching lines included, uncoloured).
+struct Limit {
+    max: u64,
+    after: usize,
+    taken: u64,
+    trailing: usize,
+    last_end: Option<u64>,
+}
+
+impl Limit {
+    fn new(max: u64, after: usize) -> Limit {
+        Limit { max, after, taken: 0, trailing: 0, last_end: None }
+    }
+
+    /// The record to print in place of `m`, if any.
+    fn take<'a>(&mut self, m: &'a RecordMatch) -> Option<std::borrow::Cow<'a, RecordMatch>> {
+        if self.taken < self.max {
+            if m.selected {
+                self.taken += 1;
+                self.trailing = self.after;
+            }
+            self.last_end = Some(m.end);
+            return Some(std::borrow::Cow::Borrowed(m));
+        }
+        if self.trailing == 0 || self.last_end != Some(m.offset) {
+            self.trailing = 0;
+            return None;
+        }
+        self.trailing -= 1;
+        self.last_end = Some(m.end);
+        if !m.selected {
+            return Some(std::borrow::Cow::Borrowed(m));
+        }
+        let mut context = m.clone();
+        context.selected = false;
+        context.spans.clear();
+        Some(std::borrow::Cow::Owned(context))
+    }
+}
+
 /// Adds the regular files under `dir` (not following symbolic links, in directory order, as
 /// GNU grep -r) to `inputs`; those with a NUL byte in their first 32 KiB are skipped (searched
-/// as if empty, as GNU grep -r -I does) unless `text`.
-fn walk(dir: &Path, text: bool, inputs: &mut Vec<Input>, report: &mut impl FnMut(anyhow::Error)) {
-    for entry in walkdir::WalkDir::new(dir) {
+/// as if empty, as GNU grep -r -I does) unless `text`. `filters` prune directories and skip
+/// files by base name (`--exclude-dir`, `--include`, `--exclude`).
+fn walk(
+    dir: &Path,
+    text: bool,
+    filters: &Filters,
+    inputs: &mut Vec<Input>,
+    report: &mut impl FnMut(anyhow::Error),
+) {
+    let walker = walkdir::WalkDir::new(dir).into_iter().filter_entry(|e| {
+        e.depth() == 0
+            || !e.file_type().is_dir()
+            || !filters.skips_dir(Path::new(e.file_name()), false)
+    });
+    for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
@@ -355,7 +460,7 @@ fn walk(dir: &Path, text: bool, inputs: &mut Vec<Input>, report: &mut impl FnMut
                 continue;
             }
         };
-        if !entry.file_type().is_file() {
+        if !entry.file_type().is_file() || filters.skips_file(Path::new(entry.file_name()), false) {
             continue;
         }
         match is_binary(entry.path()) {

@@ -13,7 +13,8 @@
 //!    number of non-overlapping matches, counted record by record (`rg --count-matches`).
 //!    Listing gives every selected record in file order with the byte offset of its first byte
 //!    (`grep -b`), its line number when `line_numbers` is set (`grep -n`), and its non-empty
-//!    match spans when `only_matching` is set (`grep -o`).
+//!    match spans when `only_matching` is set (`grep -o`, and `--color`): those of the selected
+//!    records, or with `invert` those of the context records (the ones that match).
 //! 4. Patterns are regexes of the `regex` crate (bytes API; Unicode on, invalid UTF-8 in the data
 //!    allowed); `fixed_strings` makes each pattern a literal. Over lines, `pattern` is a list
 //!    separated by `\n` (as GNU grep reads `-e p1 -e p2`): a line matches if any pattern does.

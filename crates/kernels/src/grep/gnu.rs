@@ -5,7 +5,7 @@
 //! 1. A selected line prints as `[NAME:][LINE:][OFFSET:]BYTES\n`, a context line with `-` in
 //!    place of each `:` (grep(1), "Output Line Prefix Fields"); the name only when the printer
 //!    was given one, the line number with `line_numbers`, the byte offset with `byte_offset`.
-//! 2. With context, a line `--` separates two groups of printed lines that are not contiguous,
+//! 2. With context (`-A`, `-B` or `-C`, 0 included), a line `--` separates two groups of printed lines that are not contiguous,
 //!    within a file and across files; a group holds each selected line with up to `before`
 //!    lines before it and `after` after it (those the pass listed and that are contiguous).
 //! 3. With `only_matching`, a selected line prints each non-empty match on its own line, the
@@ -13,6 +13,12 @@
 //! 4. Unless `text`, the first selected record marked binary ends the file's output:
 //!    [`GnuPrinter::finish_file`] then returns true, and the caller says that the binary file
 //!    matches, as GNU grep does on standard error.
+//! 5. With `color`, GNU grep's default SGR sequences (`GREP_COLORS` unset: `ms=01;31:mc=01;31:
+//!    sl=:cx=:fn=35:ln=32:bn=32:se=36`), each field as `ESC[<sgr>m ESC[K … ESC[m ESC[K`: the file
+//!    name magenta, line numbers and byte offsets green, the separators (`:`, `-`, `--`) cyan,
+//!    and the record's spans (the caller lists matches in selected records, or with `-v` in
+//!    context records) bold red; the rest of a line is plain. `GREP_COLORS` is not read.
+//!    [`GnuPrinter::name_line`] and [`GnuPrinter::count_line`] print `-l`/`-L` and `-c` lines.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -34,7 +40,18 @@ pub struct GnuOptions {
     pub after: usize,
     /// `-a`: print records marked binary too.
     pub text: bool,
+    /// `--color=always`: GNU grep's default colours (rule 5).
+    pub color: bool,
+    /// `-A`, `-B` or `-C` was given, 0 included: GNU grep then separates groups with `--` even
+    /// when no context line is printed (rule 2).
+    pub context_given: bool,
 }
+
+/// The SGR of each field (rule 5: GNU grep's defaults).
+const SGR_NAME: &str = "35";
+const SGR_NUMBER: &str = "32";
+const SGR_SEP: &str = "36";
+const SGR_MATCH: &str = "01;31";
 
 /// Prints listed records in GNU grep's format, file after file.
 #[derive(Debug)]
@@ -101,9 +118,10 @@ impl<W: Write> GnuPrinter<W> {
                 self.ring.clear();
             }
             let first = self.ring.front().map_or(m.offset, |r| r.offset);
-            let context = self.opts.before > 0 || self.opts.after > 0;
+            let context = self.opts.context_given || self.opts.before > 0 || self.opts.after > 0;
             if context && self.last.is_some() && self.last != Some((self.file, first)) {
-                self.out.write_all(b"--\n")?;
+                self.paint(SGR_SEP, b"--")?;
+                self.out.write_all(b"\n")?;
             }
             while let Some(r) = self.ring.pop_front() {
                 self.line(&r, b'-')?;
@@ -130,7 +148,17 @@ impl<W: Write> GnuPrinter<W> {
         self.last = Some((self.file, m.end));
         if !self.opts.only_matching {
             self.prefix(m, sep, m.offset)?;
-            self.out.write_all(&m.record)?;
+            if self.opts.color {
+                let mut at = 0;
+                for &(s, e) in &m.spans {
+                    self.out.write_all(&m.record[at..s as usize])?;
+                    self.paint(SGR_MATCH, &m.record[s as usize..e as usize])?;
+                    at = e as usize;
+                }
+                self.out.write_all(&m.record[at..])?;
+            } else {
+                self.out.write_all(&m.record)?;
+            }
             return self.out.write_all(b"\n");
         }
         if sep == b'-' {
@@ -138,23 +166,52 @@ impl<W: Write> GnuPrinter<W> {
         }
         for &(s, e) in &m.spans {
             self.prefix(m, sep, m.offset + u64::from(s))?;
-            self.out.write_all(&m.record[s as usize..e as usize])?;
+            self.paint(SGR_MATCH, &m.record[s as usize..e as usize])?;
             self.out.write_all(b"\n")?;
         }
         Ok(())
     }
 
     fn prefix(&mut self, m: &RecordMatch, sep: u8, offset: u64) -> io::Result<()> {
-        if let Some(name) = &self.name {
-            self.out.write_all(name)?;
-            self.out.write_all(&[sep])?;
+        if let Some(name) = self.name.take() {
+            let written = self.paint(SGR_NAME, &name).and_then(|()| self.paint(SGR_SEP, &[sep]));
+            self.name = Some(name);
+            written?;
         }
         if self.opts.line_numbers {
-            write!(self.out, "{}{}", m.line, sep as char)?;
+            self.paint(SGR_NUMBER, m.line.to_string().as_bytes())?;
+            self.paint(SGR_SEP, &[sep])?;
         }
         if self.opts.byte_offset {
-            write!(self.out, "{offset}{}", sep as char)?;
+            self.paint(SGR_NUMBER, offset.to_string().as_bytes())?;
+            self.paint(SGR_SEP, &[sep])?;
         }
         Ok(())
+    }
+
+    /// Writes `bytes`, in the colour `sgr` with `color` (rule 5).
+    fn paint(&mut self, sgr: &str, bytes: &[u8]) -> io::Result<()> {
+        if self.opts.color && !bytes.is_empty() {
+            write!(self.out, "\x1b[{sgr}m\x1b[K")?;
+            self.out.write_all(bytes)?;
+            self.out.write_all(b"\x1b[m\x1b[K")
+        } else {
+            self.out.write_all(bytes)
+        }
+    }
+
+    /// Prints a `-l`/`-L` line: the file name (rule 5).
+    pub fn name_line(&mut self, name: &[u8]) -> io::Result<()> {
+        self.paint(SGR_NAME, name)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Prints a `-c` line: `[NAME:]COUNT` (rule 5).
+    pub fn count_line(&mut self, name: Option<&[u8]>, count: u64) -> io::Result<()> {
+        if let Some(name) = name {
+            self.paint(SGR_NAME, name)?;
+            self.paint(SGR_SEP, b":")?;
+        }
+        writeln!(self.out, "{count}")
     }
 }

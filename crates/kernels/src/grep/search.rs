@@ -171,7 +171,7 @@ impl GrepKernel {
             before: if list { config.before_context } else { 0 },
             after: if list { config.after_context } else { 0 },
             count_lines: list && config.line_numbers,
-            spans: list && config.only_matching && !config.invert,
+            spans: list && config.only_matching,
             find_nul: list && !config.text,
             budget,
         })
@@ -376,7 +376,8 @@ impl GrepKernel {
                         at = r.2;
                         m.line = line;
                     }
-                    if self.spans && is_selected {
+                    // The records that match: selected ones, or with `invert` the context.
+                    if self.spans && is_selected != self.invert {
                         m.spans = self.matcher.spans(&m.record);
                     }
                     out.found.push(m);

@@ -303,6 +303,7 @@ fn printed(path: &Path, c: &GrepConfig, block_size: usize) -> (Vec<u8>, Vec<u8>)
         before: c.before_context,
         after: c.after_context,
         text: c.text,
+        ..gnu::GnuOptions::default()
     };
     let pipeline = PipelineBuilder::new().block_size(block_size).build().unwrap();
     let mut a = gnu::GnuPrinter::new(Vec::new(), opts);
