@@ -4,6 +4,7 @@ sizes (`--block-size 4K`/`64K`) make every file cross many block seams."""
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -299,3 +300,37 @@ def test_stats_axis0_refusals_and_empty(tmp_path, sluice):
     np.save(tmp_path / "e.npy", np.zeros((0, 3)))
     out = stats_json(sluice, tmp_path / "e.npy", "--axis", "0")
     assert [(c["count"], c["mean"]) for c in out["columns"]] == [(0, None)] * 3
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None or not hasattr(os, "posix_fadvise"),
+                    reason="skipping: needs fincore (util-linux) and posix_fadvise")
+@pytest.mark.parametrize("engine", ["ioc", "sync"])
+def test_grep_max_count_stops_reading(tmp_path, sluice, engine):
+    """`-m 1` stops the pass once its line is printed: of a 64 MiB file whose pages were
+    dropped, a buffered read leaves under a quarter in the page cache (`fincore`); `-m 2`,
+    whose second line is the last one, reads it all."""
+    path = tmp_path / "big.txt"
+    with open(path, "wb") as f:
+        f.write(b"needle one\n" + (b"x" * 99 + b"\n") * (64 * 10_486) + b"needle last\n")
+        f.flush()
+        os.fsync(f.fileno())
+    size = path.stat().st_size
+
+    def resident_after(*args):
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        p = sluice("grep", *args, "needle", path, "--block-size", "64K", "--direct", "never",
+                   "--engine", engine)
+        assert p.returncode == 0, p.stderr
+        res = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path],
+                             capture_output=True, text=True, check=True)
+        return p.stdout, int(res.stdout.strip())
+
+    out, full = resident_after("-m", "2")
+    assert out == "needle one\nneedle last\n"
+    if full < size * 0.9:
+        pytest.skip(f"the page cache kept only {full} of {size} bytes of a full read")
+    out, part = resident_after("-m", "1", "-A", "1")
+    assert out == "needle one\n" + "x" * 99 + "\n"
+    assert part < size / 4, (part, size)

@@ -9,6 +9,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use sluice_io::{Budget, Pipeline};
@@ -284,7 +286,15 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
         })
         .sum();
     let progress = Progress::start("grep", total, true);
-    let pipeline = args.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
+    // -m: once a file's output is complete its pass is cancelled, so that `-m 1` does not read
+    // the rest of a large file; `stop` is reset before the next file.
+    let stop = Arc::new(AtomicBool::new(false));
+    let pipeline = args
+        .pipeline
+        .builder(&budget)?
+        .progress(progress.counter())
+        .cancel(stop.clone())
+        .build()?;
     for input in &inputs {
         let (name, walked) = match input {
             Input::Stdin => (PathBuf::from("(standard input)"), false),
@@ -305,7 +315,11 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
             if closed {
                 return Ok(());
             }
-            let Some(m) = limit.take(m) else {
+            let taken = limit.take(m);
+            if limit.done() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let Some(m) = taken else {
                 return Ok(());
             };
             let m = &*m;
@@ -328,8 +342,18 @@ pub(crate) fn run(args: GrepArgs) -> anyhow::Result<ExitCode> {
                 grep::grep_reader(std::io::empty(), path, &config, &budget, on_match)
             }
         };
+        let stopped = stop.swap(false, Ordering::Relaxed);
         let report = match result {
             Ok(report) => report,
+            Err(_) if stopped => {
+                // -m stopped a listing pass on purpose: all it had to print is printed.
+                selected |= limit.taken > 0;
+                if printer.finish_file() {
+                    write_or_close(&mut closed, printer.get_mut().flush())?;
+                    eprintln!("sluice: {}: binary file matches", shown.display());
+                }
+                continue;
+            }
             Err(e) => {
                 if json_open {
                     write_or_close(&mut closed, printer.get_mut().write_all(b"]}\n"))?;
@@ -408,6 +432,11 @@ struct Limit {
 impl Limit {
     fn new(max: u64, after: usize) -> Limit {
         Limit { max, after, taken: 0, trailing: 0, last_end: None }
+    }
+
+    /// Returns true if and only if nothing more of the file will be printed.
+    fn done(&self) -> bool {
+        self.taken >= self.max && self.trailing == 0
     }
 
     /// The record to print in place of `m`, if any.

@@ -302,3 +302,34 @@ fn too_small_memory_budget_is_an_error_before_work() {
     ]);
     assert_fails(&o, &["histogram", "memory budget"]);
 }
+
+/// `grep -m`: once a file's output is complete, a read fault past the lines printed does not
+/// fail the run (GNU grep stops reading there; `SLUICE_INJECT_READ_ERROR`); with a larger NUM
+/// the fault is reached and reported, which shows the fault is there. That the pass really
+/// stops reading is `test_grep_max_count_stops_reading` in `tests/python/test_stats_grep.py`.
+#[test]
+fn grep_max_count_ignores_faults_past_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.txt");
+    let mut text = b"needle one\nhay\nneedle two\n".to_vec();
+    let line = [b'x'; 99].iter().chain(b"\n").copied().collect::<Vec<u8>>();
+    for _ in 0..80_000 {
+        text.extend_from_slice(&line);
+    }
+    text.extend_from_slice(b"needle last\n");
+    std::fs::write(&f, &text).unwrap();
+    let path = f.to_str().unwrap();
+    let fault = [("SLUICE_INJECT_READ_ERROR", "7000000")];
+    let blocks = ["--block-size", "64K", "--direct", "never"];
+    let o = sluice_env(
+        &[&["grep", "-m", "1", "-A", "1", "-n", "needle", path][..], &blocks].concat(),
+        &fault,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "1:needle one\n2-hay\n");
+    let o = sluice_env(&[&["grep", "-m", "2", "needle", path][..], &blocks].concat(), &fault);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), "needle one\nneedle two\n".into()));
+    let o = sluice_env(&[&["grep", "-m", "3", "needle", path][..], &blocks].concat(), &fault);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Input/output error"), "{}", stderr(&o));
+}
