@@ -3,7 +3,8 @@
 //!
 //! * `common`: what every subcommand shares: pipeline options, the progress bar, the stdout
 //!   writer (a closed pipe is success) and the printer of a pass's figures;
-//! * `stats`, `grep`: `sluice stats`, `sluice grep`;
+//! * `stats`, `grep`: `sluice stats`, `sluice grep` (with `grep/filter.rs`: `--include`,
+//!   `--exclude`, `--exclude-dir`);
 //! * `graph`: `sluice graph ...`, with `graph/store.rs` (import, gen, info, verify),
 //!   `graph/algos.rs` (one algorithm per subcommand) and `graph/ldbc.rs` (validate, ldbc);
 //! * `bsp`: `sluice bsp bench | probe`;

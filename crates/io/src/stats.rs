@@ -7,9 +7,12 @@ use serde::Serialize;
 /// Bytes copied, by kind. Zero copy is the goal; what is not zero is counted.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct Copies {
-    /// Bytes of records stitched across a block or extent seam (copied once into a seam buffer).
+    /// Bytes of records stitched across a block or extent seam (each piece copied once out of
+    /// its read).
     pub seam_bytes: u64,
-    /// Bytes copied in user space for any other reason.
+    /// Bytes copied in user space for any other reason: the pieces of a seam record after its
+    /// first, appended to it (a second copy), and records of one piece (`stitch.rs` rule 4).
+    /// Like every counter here, a function of the input and the settings, never of timing.
     pub user_copy_bytes: u64,
     /// Bytes read through the page cache (buffered reads copy kernel to user).
     pub page_cache_bytes: u64,
