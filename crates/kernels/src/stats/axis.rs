@@ -15,8 +15,10 @@
 //!
 //! # Threads and costs
 //! Per block, C order: `cols` runs of the whole-array kernel over `rows_in_block` values each, a
-//! scratch vector of one column's bytes, and a partial of `cols` [`BlockStats`]. State reserved
-//! from the budget before the pass: the per-column folds, `cols × COLUMN_STATE` bytes.
+//! scratch vector of one column's bytes, and a partial of `cols` [`BlockStats`] (112 bytes
+//! each: for very wide arrays, more than the block's own bytes when a block holds fewer than
+//! 14 rows of f64). State reserved from the budget before the pass: the per-column folds and
+//! partials in flight, `cols × COLUMN_STATE` bytes (about 22 KiB per column).
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -29,9 +31,17 @@ use crate::Error;
 use super::{BlockStats, Figures, StatsConfig, StatsFold, StatsKernel, StatsNode, open_array};
 
 /// Bytes reserved per column: its fold (a tree node per level, at most 64) and its figures in
-/// up to 64 partials waiting in the pipeline's reorder window.
+/// the partials in flight, up to 128 (the pipeline's reorder window is `2 × max(buffers, 16)`
+/// reads, 68 with the default settings on this kind of machine; a run with a deeper queue can
+/// hold more than reserved).
 const COLUMN_STATE: u64 =
-    64 * (std::mem::size_of::<StatsNode>() + std::mem::size_of::<BlockStats>()) as u64;
+    (64 * std::mem::size_of::<StatsNode>() + 128 * std::mem::size_of::<BlockStats>()) as u64;
+
+/// Bytes reserved per column (for the docs' figure, checked by a test).
+#[cfg(test)]
+pub(super) fn column_state() -> u64 {
+    COLUMN_STATE
+}
 
 /// Per-column figures of a 2-D array.
 #[derive(Debug, Clone, Serialize)]

@@ -629,3 +629,11 @@ fn axis0_columns_equal_the_whole_array_figures_of_each_column() {
         }
     }
 }
+
+#[test]
+fn axis0_state_size_named_in_the_docs_is_right() {
+    // `axis.rs` documents 112 bytes per partial entry and about 22 KiB per column.
+    assert_eq!(std::mem::size_of::<BlockStats>(), 112);
+    let per_column = super::axis::column_state();
+    assert!((20 << 10..24 << 10).contains(&per_column), "{per_column}");
+}
