@@ -5,8 +5,14 @@
 //! 1. One global slot per run, registered once ([`Exchange::new`], one sync of its own), large
 //!    enough for either layout below; every later superstep is exactly one sync.
 //! 2. [`Exchange::owned`]: rank `r` puts its owned vertex range of `values` (and its
-//!    partitions' entries of `partials`) to every other rank at the same offsets; after the
-//!    sync every rank holds every value. Bytes: `(p − 1) · owned · size` sent.
+//!    partitions' entries of `partials`: `k` per partition, partition-major) to every other
+//!    rank at the same offsets; after the sync every rank holds every value. Bytes:
+//!    `(p − 1) · owned · size` sent.
+//! 2a. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` only
+//!    the values of `r`'s halo in `q` ([`Halo`]), packed in list order into `r`'s receive
+//!    area, plus its partitions' `partials` as in rule 2; after the sync every rank holds the
+//!    values its stripe reads as sources (and every partial). Bytes: `size · Σ_r |send[r]|`
+//!    plus `(p − 1) · 8 · k · owned partitions` sent.
 //! 3. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
 //!    (sized for all its owned vertices) on every other rank; after the sync each rank applies
 //!    the others' pairs. Only changed values travel. Every rank always sends its count, so a
@@ -21,6 +27,7 @@ use sluice_bsp::collectives::Elem;
 use sluice_bsp::cost::CostLog;
 use sluice_bsp::{Ctx, MemSlot, Pid};
 
+use super::halo::Halo;
 use super::{Cost, DistGraph};
 use crate::Error;
 
@@ -35,6 +42,8 @@ pub(crate) struct Exchange {
     /// Start of each rank's region for [`Exchange::changed`] (bytes), plus the end.
     regions: Vec<usize>,
     value_offset: usize,
+    /// The halo and the byte offset of the receive area (its send area follows it).
+    halo: Option<(Halo, usize)>,
     log: CostLog,
     t0: Instant,
     work_start: Instant,
@@ -47,6 +56,18 @@ impl Exchange {
         dg: &DistGraph,
         value_bytes: usize,
     ) -> Result<Exchange, Error> {
+        Exchange::with_halo(ctx, dg, value_bytes, 1, None)
+    }
+
+    /// As [`Exchange::new`], with room for `k` partials per partition and, given a halo, for
+    /// [`Exchange::halo`] (rule 2a); collective.
+    pub(crate) fn with_halo(
+        ctx: &mut Ctx,
+        dg: &DistGraph,
+        value_bytes: usize,
+        k: usize,
+        halo: Option<Halo>,
+    ) -> Result<Exchange, Error> {
         let rank = ctx.pid();
         let bsp = |source| Error::Bsp { rank, source };
         let p = ctx.nprocs() as usize;
@@ -58,8 +79,9 @@ impl Exchange {
             regions.push(regions[regions.len() - 1] + 8 + r.len() * (4 + value_bytes));
         }
         let value_offset = n * value_bytes;
-        let owned_len = value_offset + dg.parts.partitions as usize * 8;
-        let len = owned_len.max(regions[p]);
+        let owned_len = value_offset + dg.parts.partitions as usize * 8 * k;
+        let base = owned_len.max(regions[p]);
+        let len = base + halo.as_ref().map_or(0, |h| (h.received() + h.sent()) * value_bytes);
         ctx.resize_memory_register(ctx.registered() + 1).map_err(bsp)?;
         ctx.resize_message_queue(4 * p + 4).map_err(bsp)?;
         ctx.sync().map_err(bsp)?;
@@ -73,6 +95,7 @@ impl Exchange {
             parts,
             regions,
             value_offset,
+            halo: halo.map(|h| (h, base)),
             log: CostLog::new(),
             t0: now,
             work_start: now,
@@ -107,7 +130,8 @@ impl Exchange {
         let bsp = self.bsp();
         let (w, me, voff) = (T::SIZE, self.me, self.value_offset);
         let own = self.ranges[me].start as usize..self.ranges[me].end as usize;
-        let parts = self.parts[me].clone();
+        let k = partials.len() / self.parts.last().map_or(1, |x| x.end.max(1));
+        let parts = self.parts[me].start * k..self.parts[me].end * k;
         let use_partials = !partials.is_empty();
         {
             let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
@@ -147,7 +171,7 @@ impl Exchange {
                 {
                     *v = T::from_bytes(c);
                 }
-                let ps = self.parts[r].clone();
+                let ps = self.parts[r].start * k..self.parts[r].end * k;
                 if use_partials {
                     for (x, c) in partials[ps.clone()]
                         .iter_mut()
@@ -157,6 +181,72 @@ impl Exchange {
                     }
                 }
                 received += (vs.len() * w + if use_partials { ps.len() * 8 } else { 0 }) as u64;
+            }
+        }
+        self.record(sent, received, if msg == u64::MAX { 0 } else { msg }, comm_start);
+        Ok(())
+    }
+
+    /// Rule 2a: the values other ranks read as sources (and the owned partitions' `partials`)
+    /// to those ranks only. Panics if the run was made without a halo.
+    pub(crate) fn halo<T: Elem>(
+        &mut self,
+        ctx: &mut Ctx,
+        values: &mut [T],
+        partials: &mut [f64],
+    ) -> Result<(), Error> {
+        let comm_start = Instant::now();
+        let bsp = self.bsp();
+        let (w, me, voff) = (T::SIZE, self.me, self.value_offset);
+        let (h, base) = self.halo.as_ref().expect("Exchange::halo needs Exchange::with_halo");
+        let base = *base;
+        let out = base + h.received() * w;
+        let k = partials.len() / self.parts.last().map_or(1, |x| x.end.max(1));
+        let parts = self.parts[me].start * k..self.parts[me].end * k;
+        {
+            let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
+            let packed = h.send.iter().flatten();
+            for (&v, c) in packed.zip(buf[out..].chunks_exact_mut(w)) {
+                values[v as usize].put_bytes(c);
+            }
+            for (x, c) in partials[parts.clone()]
+                .iter()
+                .zip(buf[voff + parts.start * 8..].chunks_exact_mut(8))
+            {
+                c.copy_from_slice(&x.to_ne_bytes());
+            }
+        }
+        let (mut sent, mut msg, mut at) = (0u64, u64::MAX, out);
+        for d in (0..self.ranges.len()).filter(|&d| d != me) {
+            let mut put = |src: usize, dst: usize, len: usize| -> Result<(), Error> {
+                if len > 0 {
+                    ctx.put(self.slot, src, d as Pid, self.slot, dst, len).map_err(&bsp)?;
+                    (sent, msg) = (sent + len as u64, msg.min(len as u64));
+                }
+                Ok(())
+            };
+            let len = h.send[d].len() * w;
+            put(at, base + h.remote_at[d] * w, len)?;
+            at += len;
+            let ps = voff + parts.start * 8;
+            put(ps, ps, parts.len() * 8)?;
+        }
+        ctx.sync().map_err(&bsp)?;
+        let mut received = 0u64;
+        {
+            let buf = ctx.slot(self.slot).map_err(&bsp)?;
+            for q in (0..self.ranges.len()).filter(|&q| q != me) {
+                let from = &buf[base + h.recv_at[q] * w..];
+                for (&v, c) in h.need[q].iter().zip(from.chunks_exact(w)) {
+                    values[v as usize] = T::from_bytes(c);
+                }
+                let ps = self.parts[q].start * k..self.parts[q].end * k;
+                for (x, c) in
+                    partials[ps.clone()].iter_mut().zip(buf[voff + ps.start * 8..].chunks_exact(8))
+                {
+                    *x = f64::from_bytes(c);
+                }
+                received += (h.need[q].len() * w + ps.len() * 8) as u64;
             }
         }
         self.record(sent, received, if msg == u64::MAX { 0 } else { msg }, comm_start);
@@ -217,6 +307,6 @@ impl Exchange {
         let bsp = self.bsp();
         ctx.deregister(self.slot).map_err(&bsp)?;
         let table = self.log.summarize(ctx).map_err(&bsp)?;
-        Ok(Cost { table, local: self.log.local() })
+        Ok(Cost { table, local: self.log.local(), setup_s: 0.0 })
     }
 }
