@@ -58,7 +58,8 @@ pub struct Cost {
     /// The section's table (the same on every rank).
     pub table: Vec<Superstep>,
     /// This rank's own supersteps: (sent bytes, received bytes, work seconds, communication
-    /// seconds, start seconds since its first superstep).
+    /// seconds, start seconds on the run's shared clock: zero is the exit of the sync that
+    /// opens the run, common to all ranks).
     pub local: Vec<(u64, u64, f64, f64, f64)>,
     /// Seconds this rank spent before the first superstep computing what it exchanges (the
     /// PageRank halo: one pass over its part and two supersteps of lists); 0 otherwise.

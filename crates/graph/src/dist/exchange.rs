@@ -8,17 +8,19 @@
 //!    partitions' entries of `partials`: `k` per partition, partition-major) to every other
 //!    rank at the same offsets; after the sync every rank holds every value. Bytes:
 //!    `(p − 1) · owned · size` sent.
-//! 2a. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` only
-//!    the values of `r`'s halo in `q` ([`Halo`]), packed in list order into `r`'s receive
-//!    area, plus its partitions' `partials` as in rule 2; after the sync every rank holds the
-//!    values its stripe reads as sources (and every partial). Bytes: `size · Σ_r |send[r]|`
-//!    plus `(p − 1) · 8 · k · owned partitions` sent.
+//! 2a. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` one
+//!    message: the values of `r`'s halo in `q` ([`Halo`]) in list order, then `q`'s
+//!    partitions' `partials` (as in rule 2), into `r`'s receive area (senders in rank order);
+//!    after the sync every rank holds the values its stripe reads as sources and every
+//!    partial. Bytes: `size · Σ_r |send[r]|` plus `(p − 1) · 8 · k · owned partitions` sent.
 //! 3. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
 //!    (sized for all its owned vertices) on every other rank; after the sync each rank applies
 //!    the others' pairs. Only changed values travel. Every rank always sends its count, so a
 //!    region never holds a stale list.
 //! 4. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
-//!    rank, seconds of local work before the puts, seconds of puts plus sync).
+//!    rank, seconds of local work before the puts, seconds of puts plus sync), its start in
+//!    seconds since the exit of the sync that registers the slot: an instant common to all
+//!    ranks, so the start times of all ranks are on one shared clock.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -30,6 +32,12 @@ use sluice_bsp::{Ctx, MemSlot, Pid};
 use super::halo::Halo;
 use super::{Cost, DistGraph};
 use crate::Error;
+
+/// Partitions rank `r` owns.
+fn ranges_parts_len(parts: &crate::partition::Parts, r: usize) -> usize {
+    let [lo, hi] = parts.ranges[r];
+    (hi - lo) as usize
+}
 
 /// A run's exchange slot and its cost log.
 #[derive(Debug)]
@@ -81,12 +89,20 @@ impl Exchange {
         let value_offset = n * value_bytes;
         let owned_len = value_offset + dg.parts.partitions as usize * 8 * k;
         let base = owned_len.max(regions[p]);
-        let len = base + halo.as_ref().map_or(0, |h| (h.received() + h.sent()) * value_bytes);
+        // The halo's areas: values plus k partials per partition in each message (rule 2a).
+        let areas = |h: &Halo| {
+            let pb = |r: usize| ranges_parts_len(&dg.parts, r) * k * 8;
+            let others: usize = (0..p).filter(|&q| q != rank as usize).map(pb).sum();
+            (h.received() + h.sent()) * value_bytes + others + (p - 1) * pb(rank as usize)
+        };
+        let len = base + halo.as_ref().map_or(0, areas);
         ctx.resize_memory_register(ctx.registered() + 1).map_err(bsp)?;
         ctx.resize_message_queue(4 * p + 4).map_err(bsp)?;
         ctx.sync().map_err(bsp)?;
-        let slot = ctx.alloc_global(len).map_err(bsp)?;
+        // Every rank leaves this sync together (up to its skew, microseconds on one host): the
+        // zero of the run's shared clock, so the ranks' trace tracks line up (rule 4).
         let now = Instant::now();
+        let slot = ctx.alloc_global(len).map_err(bsp)?;
         Ok(Exchange {
             slot,
             me: rank as usize,
@@ -197,53 +213,49 @@ impl Exchange {
     ) -> Result<(), Error> {
         let comm_start = Instant::now();
         let bsp = self.bsp();
-        let (w, me, voff) = (T::SIZE, self.me, self.value_offset);
+        let (w, me, p) = (T::SIZE, self.me, self.ranges.len());
         let (h, base) = self.halo.as_ref().expect("Exchange::halo needs Exchange::with_halo");
         let base = *base;
-        let out = base + h.received() * w;
         let k = partials.len() / self.parts.last().map_or(1, |x| x.end.max(1));
+        // Bytes of rank q's partials, and of the messages before sender q's on rank r.
+        let pbytes = |q: usize| self.parts[q].len() * k * 8;
+        let before = |r: usize, q: usize| (0..q).filter(|&x| x != r).map(pbytes).sum::<usize>();
+        let out = base + h.received() * w + before(me, p);
         let parts = self.parts[me].start * k..self.parts[me].end * k;
+        let mut lens = vec![0; p];
         {
             let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
-            let packed = h.send.iter().flatten();
-            for (&v, c) in packed.zip(buf[out..].chunks_exact_mut(w)) {
-                values[v as usize].put_bytes(c);
-            }
-            for (x, c) in partials[parts.clone()]
-                .iter()
-                .zip(buf[voff + parts.start * 8..].chunks_exact_mut(8))
-            {
-                c.copy_from_slice(&x.to_ne_bytes());
+            let mut at = out;
+            for d in (0..p).filter(|&d| d != me) {
+                for (&v, c) in h.send[d].iter().zip(buf[at..].chunks_exact_mut(w)) {
+                    values[v as usize].put_bytes(c);
+                }
+                let c = at + h.send[d].len() * w;
+                for (x, c) in partials[parts.clone()].iter().zip(buf[c..].chunks_exact_mut(8)) {
+                    c.copy_from_slice(&x.to_ne_bytes());
+                }
+                lens[d] = h.send[d].len() * w + pbytes(me);
+                at += lens[d];
             }
         }
         let (mut sent, mut msg, mut at) = (0u64, u64::MAX, out);
-        for d in (0..self.ranges.len()).filter(|&d| d != me) {
-            let mut put = |src: usize, dst: usize, len: usize| -> Result<(), Error> {
-                if len > 0 {
-                    ctx.put(self.slot, src, d as Pid, self.slot, dst, len).map_err(&bsp)?;
-                    (sent, msg) = (sent + len as u64, msg.min(len as u64));
-                }
-                Ok(())
-            };
-            let len = h.send[d].len() * w;
-            put(at, base + h.remote_at[d] * w, len)?;
-            at += len;
-            let ps = voff + parts.start * 8;
-            put(ps, ps, parts.len() * 8)?;
+        for d in (0..p).filter(|&d| d != me && lens[d] > 0) {
+            let dst = base + h.remote_at[d] * w + before(d, me);
+            ctx.put(self.slot, at, d as Pid, self.slot, dst, lens[d]).map_err(&bsp)?;
+            (sent, msg, at) = (sent + lens[d] as u64, msg.min(lens[d] as u64), at + lens[d]);
         }
         ctx.sync().map_err(&bsp)?;
         let mut received = 0u64;
         {
             let buf = ctx.slot(self.slot).map_err(&bsp)?;
-            for q in (0..self.ranges.len()).filter(|&q| q != me) {
-                let from = &buf[base + h.recv_at[q] * w..];
+            for q in (0..p).filter(|&q| q != me) {
+                let from = &buf[base + h.recv_at[q] * w + before(me, q)..];
                 for (&v, c) in h.need[q].iter().zip(from.chunks_exact(w)) {
                     values[v as usize] = T::from_bytes(c);
                 }
                 let ps = self.parts[q].start * k..self.parts[q].end * k;
-                for (x, c) in
-                    partials[ps.clone()].iter_mut().zip(buf[voff + ps.start * 8..].chunks_exact(8))
-                {
+                let from = &from[h.need[q].len() * w..];
+                for (x, c) in partials[ps.clone()].iter_mut().zip(from.chunks_exact(8)) {
                     *x = f64::from_bytes(c);
                 }
                 received += (h.need[q].len() * w + ps.len() * 8) as u64;
