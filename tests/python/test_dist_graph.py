@@ -221,10 +221,21 @@ def test_pagerank_sends_each_rank_exactly_its_halo(tmp_path, sluice, mpi, direct
         nparts = np_.array([b - a for a, b in ranges])
         sent = 8 * need.sum(axis=0) + 16 * (np - 1) * nparts
         received = 8 * need.sum(axis=1) + 16 * (nparts.sum() - nparts)
+        trace = tmp_path / f"trace-{np}.json"
         r = mpirun(np, mpi, "graph", "pagerank", "--iterations", iters, parts, "--json",
-                   timeout=300)
+                   "--trace", trace, timeout=300)
         assert r.returncode == 0, r.stderr
         steps = json.loads(r.stdout)["supersteps"]
+        # One shared clock: every rank leaves superstep k's sync at the same moment, so the
+        # ends of its "exchange" slices line up across the ranks' tracks.
+        events = json.loads(trace.read_text())["traceEvents"]
+        ends = {}
+        for e in events:
+            if e.get("name") == "exchange":
+                ends.setdefault(e["args"]["superstep"], []).append((e["ts"] + e["dur"]) / 1e6)
+        assert sorted(ends) == list(range(iters + 1))
+        for k, t in ends.items():
+            assert len(t) == np and max(t) - min(t) < 0.05, (np, k, t)
         assert len(steps) == iters + 1, steps
         for step in steps[:iters]:
             assert step["total_bytes"] == sent.sum(), (np, step, need)
