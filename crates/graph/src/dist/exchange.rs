@@ -3,21 +3,21 @@
 //!
 //! # Contract
 //! 1. One global slot per run, registered once ([`Exchange::new`], one sync of its own), large
-//!    enough for either layout below; every later superstep is exactly one sync.
+//!    enough for the layouts below; every later superstep is exactly one sync.
 //! 2. [`Exchange::owned`]: rank `r` puts its owned vertex range of `values` (and its
 //!    partitions' entries of `partials`: `k` per partition, partition-major) to every other
 //!    rank at the same offsets; after the sync every rank holds every value. Bytes:
 //!    `(p − 1) · owned · size` sent.
-//! 2a. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` one
+//! 3. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` one
 //!    message: the values of `r`'s halo in `q` ([`Halo`]) in list order, then `q`'s
 //!    partitions' `partials` (as in rule 2), into `r`'s receive area (senders in rank order);
 //!    after the sync every rank holds the values its stripe reads as sources and every
 //!    partial. Bytes: `size · Σ_r |send[r]|` plus `(p − 1) · 8 · k · owned partitions` sent.
-//! 3. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
+//! 4. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
 //!    (sized for all its owned vertices) on every other rank; after the sync each rank applies
 //!    the others' pairs. Only changed values travel. Every rank always sends its count, so a
 //!    region never holds a stale list.
-//! 4. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
+//! 5. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
 //!    rank, seconds of local work before the puts, seconds of puts plus sync), its start in
 //!    seconds since the exit of the sync that registers the slot: an instant common to all
 //!    ranks, so the start times of all ranks are on one shared clock.
@@ -68,7 +68,7 @@ impl Exchange {
     }
 
     /// As [`Exchange::new`], with room for `k` partials per partition and, given a halo, for
-    /// [`Exchange::halo`] (rule 2a); collective.
+    /// [`Exchange::halo`] (rule 3); collective.
     pub(crate) fn with_halo(
         ctx: &mut Ctx,
         dg: &DistGraph,
@@ -89,7 +89,7 @@ impl Exchange {
         let value_offset = n * value_bytes;
         let owned_len = value_offset + dg.parts.partitions as usize * 8 * k;
         let base = owned_len.max(regions[p]);
-        // The halo's areas: values plus k partials per partition in each message (rule 2a).
+        // The halo's areas: values plus k partials per partition in each message (rule 3).
         let areas = |h: &Halo| {
             let pb = |r: usize| ranges_parts_len(&dg.parts, r) * k * 8;
             let others: usize = (0..p).filter(|&q| q != rank as usize).map(pb).sum();
@@ -100,7 +100,7 @@ impl Exchange {
         ctx.resize_message_queue(4 * p + 4).map_err(bsp)?;
         ctx.sync().map_err(bsp)?;
         // Every rank leaves this sync together (up to its skew, microseconds on one host): the
-        // zero of the run's shared clock, so the ranks' trace tracks line up (rule 4).
+        // zero of the run's shared clock, so the ranks' trace tracks line up (rule 5).
         let now = Instant::now();
         let slot = ctx.alloc_global(len).map_err(bsp)?;
         Ok(Exchange {
@@ -203,7 +203,7 @@ impl Exchange {
         Ok(())
     }
 
-    /// Rule 2a: the values other ranks read as sources (and the owned partitions' `partials`)
+    /// Rule 3: the values other ranks read as sources (and the owned partitions' `partials`)
     /// to those ranks only. Panics if the run was made without a halo.
     pub(crate) fn halo<T: Elem>(
         &mut self,
@@ -265,7 +265,7 @@ impl Exchange {
         Ok(())
     }
 
-    /// Rule 3: sends this rank's `(vertex, value)` changes to every other rank and calls
+    /// Rule 4: sends this rank's `(vertex, value)` changes to every other rank and calls
     /// `apply` for each change another rank sent; returns the changes of all ranks together.
     pub(crate) fn changed<T: Elem>(
         &mut self,
