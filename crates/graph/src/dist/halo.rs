@@ -16,17 +16,21 @@
 //!    at element `recv_at[q]` of it, and on rank `d` this rank's values start at
 //!    `remote_at[d]` of `d`'s area. Lists are sorted, so the index map of a sender's values is
 //!    its list itself.
+//! 5. Memory comes from the graph's budget: the source marks (|V| bits) while the pass runs,
+//!    then the lists (4 bytes an entry) and the exchange's receive and send areas (8 bytes an
+//!    entry, [`Halo::AREA_BYTES`]), held as long as the halo.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use sluice_bsp::collectives::{Elem, allgather};
 use sluice_bsp::{Ctx, Pid};
+use sluice_io::Reservation;
 
 use super::DistGraph;
 use crate::{Direction, Error};
 
 /// One rank's halo (rule 1).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Halo {
     /// `need[q]`: the sorted vertices of rank `q` this rank reads (empty for itself).
     pub(crate) need: Vec<Vec<u32>>,
@@ -36,9 +40,14 @@ pub(crate) struct Halo {
     pub(crate) recv_at: Vec<usize>,
     /// Start of this rank's values in rank `d`'s receive area, in elements (rule 4).
     pub(crate) remote_at: Vec<usize>,
+    /// The budget's share for the lists and the exchange areas (rule 5).
+    _memory: Vec<Reservation>,
 }
 
 impl Halo {
+    /// Bytes per list entry reserved for the exchange areas (an `f64` value).
+    pub(crate) const AREA_BYTES: u64 = 8;
+
     /// Elements this rank receives per exchange.
     pub(crate) fn received(&self) -> usize {
         self.need.iter().map(Vec::len).sum()
@@ -56,7 +65,11 @@ impl Halo {
         let p = ctx.nprocs() as usize;
         let rank = ctx.pid();
         let bsp = |source| Error::Bsp { rank, source };
-        let marks: Vec<AtomicU64> = (0..g.num_vertices().div_ceil(64)).map(|_| 0.into()).collect();
+        let named = |e: Error| Error::AtRank { rank: me, source: Box::new(e) };
+        let words = g.num_vertices().div_ceil(64);
+        let marked_memory = g.budget().reserve("the halo's source marks", words as u64 * 8);
+        let _marked_memory = marked_memory.map_err(|e| named(e.into()))?;
+        let marks: Vec<AtomicU64> = (0..words).map(|_| 0.into()).collect();
         g.for_each_edge(Direction::Out, |s, _| {
             // Most sources repeat: a load first keeps the cache line shared.
             let (w, bit) = (&marks[s as usize / 64], 1u64 << (s % 64));
@@ -64,8 +77,12 @@ impl Halo {
                 w.fetch_or(bit, Relaxed);
             }
         })
-        .map_err(|e| Error::AtRank { rank: me, source: Box::new(e) })?;
+        .map_err(named)?;
         let marked = |v: u32| marks[v as usize / 64].load(Relaxed) & (1 << (v % 64)) != 0;
+        let count_marked = |q: usize| dg.parts().vertices(q).filter(|&v| marked(v)).count();
+        let wanted: usize = (0..p).filter(|&q| q != me).map(count_marked).sum();
+        let mut memory =
+            vec![reserve(dg, "the halo's lists", wanted as u64 * (4 + Self::AREA_BYTES))?];
         let need: Vec<Vec<u32>> = (0..p)
             .map(|q| match q == me {
                 true => Vec::new(),
@@ -84,6 +101,7 @@ impl Halo {
         // Lists: rank r puts need[q] at element Σ_{x<r} count(x, q) of q's list area.
         let from_at: Vec<usize> = (0..p).map(|r| (0..r).map(|x| count(x, me)).sum()).collect();
         let inbound: usize = (0..p).map(|r| count(r, me)).sum();
+        memory.push(reserve(dg, "the halo's lists", inbound as u64 * (4 + Self::AREA_BYTES))?);
         let outbound: usize = mine.iter().sum::<u64>() as usize;
         ctx.resize_memory_register(ctx.registered() + 2).map_err(bsp)?;
         ctx.resize_message_queue(ctx.msg_capacity().max(2 * p + 2)).map_err(bsp)?;
@@ -120,6 +138,15 @@ impl Halo {
         }
         ctx.deregister(out).map_err(bsp)?;
         ctx.deregister(lists).map_err(bsp)?;
-        Ok(Halo { need, send, recv_at, remote_at })
+        Ok(Halo { need, send, recv_at, remote_at, _memory: memory })
     }
+}
+
+/// `bytes` of `dg`'s graph's budget for `what`, the refusal naming the rank.
+fn reserve(dg: &DistGraph, what: &str, bytes: u64) -> Result<Reservation, Error> {
+    let rank = dg.rank();
+    dg.graph()
+        .budget()
+        .reserve(what, bytes)
+        .map_err(|e| Error::AtRank { rank, source: Box::new(e.into()) })
 }
