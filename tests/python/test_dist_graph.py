@@ -180,3 +180,67 @@ def test_a_corrupt_part_fails_every_rank_within_10_s(tmp_path, sluice, mpi):
         text = errors[rank]
         said = f"rank {rank}: communication failed" in text
         assert said or "interrupted by SIGTERM" in text, (rank, text)
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_pagerank_sends_each_rank_exactly_its_halo(tmp_path, sluice, mpi, directed):
+    """Bytes per PageRank superstep, from the run's --json, against the halo sizes computed
+    here from the edge list with NumPy: rank q sends rank r the values (8 bytes) of q's
+    vertices that are sources of edges into r's vertices, plus 16 bytes (change, sink mass)
+    per partition q owns; the last superstep gathers every owned range everywhere."""
+    np_ = pytest.importorskip("numpy")
+    rng = np_.random.default_rng(12)
+    ids = np_.sort(rng.choice(10_000_000, 300_000, replace=False))
+    # Skewed sources, uniform destinations: halos of every size between ranks.
+    src = ids[(rng.pareto(1.2, 600_000) * 2000).astype(np_.int64) % ids.size]
+    dst = ids[rng.integers(0, ids.size, 600_000)]
+    edges = tmp_path / "g.txt"
+    np_.savetxt(edges, np_.stack([src, dst], axis=1), fmt="%d")
+    store = tmp_path / "g.grid"
+    sluice("graph", "import", edges, "--format", "snap",
+           "--directed" if directed else "--undirected", "-o", store, check=True)
+    uniq = np_.unique(np_.concatenate([src, dst]))
+    s, d = np_.searchsorted(uniq, src), np_.searchsorted(uniq, dst)
+    if not directed:
+        s, d = np_.concatenate([s, d]), np_.concatenate([d, s])
+    n, iters = uniq.size, 3
+    for np in NPS:
+        parts = tmp_path / f"g-{np}.parts"
+        sluice("graph", "partition", store, "--ranks", np, "-o", parts, check=True)
+        meta = json.loads((parts / "parts.json").read_text())
+        assert meta["num_vertices"] == n and meta["partitions"] >= 2, meta
+        size, ranges = meta["partition_size"], meta["ranges"]
+        lo = np_.array([min(a * size, n) for a, _ in ranges])
+        hi = np_.array([min(b * size, n) for _, b in ranges])
+        owner = np_.searchsorted(hi, np_.arange(n), side="right")
+        # need[r, q]: distinct sources owned by q of edges into r's vertices.
+        pairs = np_.unique(np_.stack([owner[d], s], axis=1), axis=0)
+        need = np_.zeros((np, np), dtype=np_.int64)
+        np_.add.at(need, (pairs[:, 0], owner[pairs[:, 1]]), 1)
+        np_.fill_diagonal(need, 0)
+        nparts = np_.array([b - a for a, b in ranges])
+        sent = 8 * need.sum(axis=0) + 16 * (np - 1) * nparts
+        received = 8 * need.sum(axis=1) + 16 * (nparts.sum() - nparts)
+        trace = tmp_path / f"trace-{np}.json"
+        r = mpirun(np, mpi, "graph", "pagerank", "--iterations", iters, parts, "--json",
+                   "--trace", trace, timeout=300)
+        assert r.returncode == 0, r.stderr
+        steps = json.loads(r.stdout)["supersteps"]
+        # One shared clock: every rank leaves superstep k's sync at the same moment, so the
+        # ends of its "exchange" slices line up across the ranks' tracks.
+        events = json.loads(trace.read_text())["traceEvents"]
+        ends = {}
+        for e in events:
+            if e.get("name") == "exchange":
+                ends.setdefault(e["args"]["superstep"], []).append((e["ts"] + e["dur"]) / 1e6)
+        assert sorted(ends) == list(range(iters + 1))
+        for k, t in ends.items():
+            assert len(t) == np and max(t) - min(t) < 0.05, (np, k, t)
+        assert len(steps) == iters + 1, steps
+        for step in steps[:iters]:
+            assert step["total_bytes"] == sent.sum(), (np, step, need)
+            assert step["h_bytes"] == max(sent.max(), received.max()), (np, step, need)
+        own = hi - lo
+        gather = steps[iters]
+        assert gather["total_bytes"] == 8 * (np - 1) * n, gather
+        assert gather["h_bytes"] == max((8 * (np - 1) * own).max(), (8 * (n - own)).max())

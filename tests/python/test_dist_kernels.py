@@ -266,3 +266,55 @@ def test_kmeans_read_error_on_one_rank_fails_every_rank_naming_it(mpi, tmp_path)
     assert time.monotonic() - start < 10 + 5
     assert proc.returncode != 0
     assert_every_rank_failed_naming(rank_errors(out, 3), 2, path)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_kmeans_over_parts_equals_one_process_on_the_concatenation(mpi, tmp_path, nprocs):
+    """One part per rank (`sluice_kernels::dist::kmeans_parts`). Raw parts of whole 4 KiB reads
+    (128 records of 4 f64) but the last: the concatenation's reads, so one process on the
+    concatenated file gives the same bits, labels included. .npy parts of any size: the same
+    clustering as scikit-learn on the stacked array (1e-9)."""
+    x = blobs(2500, 4, 5, 6)
+    sizes = [384, 640, 256][: nprocs - 1]
+    sizes.append(len(x) - sum(sizes))
+    whole = tmp_path / "whole.raw"
+    x.tofile(whole)
+    init = write_npy(tmp_path / "init.npy", x[[1, 700, 1300, 1800, 2400]])
+    flags = ["--k", "5", "--init", init, "--max-iter", "12", "--threshold", "0",
+             "--block-size", "4K", "--json"]
+    raw = ["--dims", "4", "--dtype", "f64"]
+    want = kmeans_fit(single("kmeans", whole, *raw, *flags, "--labels", tmp_path / "one.npy"))
+    at = 0
+    for i, n in enumerate(sizes):
+        x[at:at + n].tofile(tmp_path / f"r.part-{i:04d}")
+        write_npy(tmp_path / f"n{i}.npy", x[at:at + n])
+        os.rename(tmp_path / f"n{i}.npy", tmp_path / f"n.part-{i:04d}")
+        at += n
+    got = kmeans_fit(mpirun(nprocs, "kmeans", tmp_path / "r", *raw, *flags,
+                            "--labels", tmp_path / "l.npy"))
+    for key in ("file", "labels"):
+        want.pop(key, None), got.pop(key, None)
+    assert got == want
+    assert np.load(tmp_path / "l.npy").tobytes() == np.load(tmp_path / "one.npy").tobytes()
+    sklearn = pytest.importorskip("sklearn.cluster")
+    ref = sklearn.KMeans(5, init=np.load(init), n_init=1, max_iter=12, tol=0,
+                         algorithm="lloyd").fit(x)
+    npy = kmeans_fit(mpirun(nprocs, "kmeans", tmp_path / "n", *flags))
+    np.testing.assert_allclose(np.array(npy["centres"]), ref.cluster_centers_, rtol=1e-9)
+    assert npy["counts"] == np.bincount(ref.labels_, minlength=5).tolist()
+
+
+def test_kmeans_over_parts_names_the_part_holding_a_nan_and_refuses_kmeanspp(mpi, tmp_path):
+    x = blobs(1500, 3, 3, 7)
+    x[500 + 321, 1] = np.nan
+    for i in range(3):
+        x[i * 500:(i + 1) * 500].tofile(tmp_path / f"r.part-{i:04d}")
+    init = write_npy(tmp_path / "init.npy", x[[0, 600, 1200]])
+    args = ["kmeans", tmp_path / "r", "--dims", "3", "--dtype", "f64", "--k", "3"]
+    proc = mpirun(3, *args, "--init", init)
+    assert proc.returncode != 0
+    assert "r.part-0001" in proc.stderr and "record 321" in proc.stderr, proc.stderr
+    proc = mpirun(3, *args)
+    assert proc.returncode != 0 and "--init" in proc.stderr, proc.stderr
+    proc = mpirun(2, *args, "--init", init)
+    assert proc.returncode != 0 and "3 parts on 2 ranks" in proc.stderr, proc.stderr

@@ -85,13 +85,14 @@ impl CostLog {
     }
 
     /// This process's own records: `(sent, received, work_s, comm_s, start_s)` per superstep,
-    /// for a per-process trace track.
+    /// for a per-process trace track, `start_s` as recorded: on a clock shared by the
+    /// processes when the caller measures it from an event common to all of them (the exit of
+    /// a sync), so that the tracks of all processes line up on one timeline.
     pub fn local(&self) -> Vec<(u64, u64, f64, f64, f64)> {
-        let t0 = self.starts_s.first().copied().unwrap_or(0.0);
         self.steps
             .iter()
             .zip(&self.starts_s)
-            .map(|(s, &t)| (s.sent, s.received, s.work_s, s.comm_s, t - t0))
+            .map(|(s, &t)| (s.sent, s.received, s.work_s, s.comm_s, t))
             .collect()
     }
 

@@ -85,11 +85,18 @@ pub(crate) fn run(args: KmeansArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give the number of clusters with --k (at least 1)");
     }
     let budget = args.pipeline.budget()?;
-    if crate::dist::launched_ranks().is_some() {
+    // FILE.part-0000, FILE.part-0001, ...: one part per rank (sluice_kernels::dist::kmeans_parts).
+    let parts = sluice_io::placement::find_parts(&args.file);
+    if crate::dist::launched_ranks().is_some() || !parts.is_empty() {
         // Under mpirun: every rank reads its stripe, rank 0 writes and prints.
         let pipeline = args.pipeline.builder(&budget)?.build()?;
         let ranked = crate::dist::run(|ctx| {
-            let report = sluice_kernels::dist::kmeans(ctx, &args.file, &config, &pipeline, &budget);
+            let report = match parts.is_empty() {
+                true => sluice_kernels::dist::kmeans(ctx, &args.file, &config, &pipeline, &budget),
+                false => {
+                    sluice_kernels::dist::kmeans_parts(ctx, &parts, &config, &pipeline, &budget)
+                }
+            };
             report.map_err(with_flags)
         })?;
         if ranked.rank == 0 {

@@ -9,12 +9,14 @@
 //!    or the adjacency stream); the part holds only the blocks into the rank's partitions, so
 //!    the pass computes exactly the new values of the owned vertices, reading the replicated
 //!    previous values of every source;
-//! 2. puts of the updated values to every other rank: the whole owned range for PageRank and
-//!    SpMV, only the changed `(vertex, value)` pairs for BFS, WCC, SSSP and CDLP;
-//! 3. one `sync`. Global quantities are computed identically everywhere from the replicated
-//!    values (PageRank's sink mass: the same fold in vertex order as one process) or travel
-//!    with the values (PageRank's change: one partial per partition, folded in partition order,
-//!    as [`Graph::sum_vertices`] folds them) — so results equal the single-process run:
+//! 2. puts of the updated values to the ranks that need them: for PageRank only the halo
+//!    (the values another rank's stripe reads as sources, [`halo`]), then one gather of the
+//!    owned ranges after the last iteration; for SpMV (one pass, `x` given everywhere) the
+//!    owned range of `y`; only the changed `(vertex, value)` pairs for BFS, WCC, SSSP and
+//!    CDLP;
+//! 3. one `sync`. Global quantities travel with the values (PageRank's change and sink mass:
+//!    one partial per partition each, folded in partition order as [`Graph::sum_vertices`]
+//!    folds them) — so results equal the single-process run:
 //!    bitwise for the integer algorithms, PageRank and SpMV up to the grouping of sums inside
 //!    a destination (the engine may apply a column in pieces that depend on file offsets).
 //!
@@ -23,7 +25,8 @@
 //! the graph: no cut of its cost.
 //!
 //! # Modules
-//! - `exchange`: the slot, the two put patterns and the cost log of a run.
+//! - `exchange`: the slot, the three put patterns and the cost log of a run.
+//! - `halo`: which vertices each rank reads from each other rank (PageRank's exchange).
 //! - `algos`: the algorithms.
 
 use std::ops::Range;
@@ -37,6 +40,7 @@ use crate::{Error, Graph};
 
 mod algos;
 mod exchange;
+mod halo;
 
 pub use algos::{bfs, cdlp, pagerank, spmv, sssp, wcc};
 
@@ -54,8 +58,12 @@ pub struct Cost {
     /// The section's table (the same on every rank).
     pub table: Vec<Superstep>,
     /// This rank's own supersteps: (sent bytes, received bytes, work seconds, communication
-    /// seconds, start seconds since its first superstep).
+    /// seconds, start seconds on the run's shared clock: zero is the exit of the sync that
+    /// opens the run, common to all ranks).
     pub local: Vec<(u64, u64, f64, f64, f64)>,
+    /// Seconds this rank spent before the first superstep computing what it exchanges (the
+    /// PageRank halo: one pass over its part and two supersteps of lists); 0 otherwise.
+    pub setup_s: f64,
 }
 
 impl DistGraph {

@@ -18,7 +18,8 @@
 //! cleanup                 temporary paths removed on Ctrl-C / SIGTERM
 //! dist                    the algorithms across BSP processes (MPI ranks), one part each
 //!   algos                 PageRank, SpMV, BFS, WCC, SSSP, CDLP: one superstep per iteration
-//!   exchange              the puts of owned or changed values, one sync; the cost log
+//!   exchange              the puts of owned, halo or changed values, one sync; the cost log
+//!   halo                  which vertices each rank reads from each other rank (PageRank)
 //! engine                  Graph: open a store, vertex arrays in memory, the pass operators
 //!   adjacency             per-partition neighbour lists, streamed or loaded in windows
 //!   cache                 the block cache: columns kept across streaming passes

@@ -25,11 +25,13 @@
 //! - `grep`: [`grep()`] over a shared file; matches listed on rank 0 in file order.
 //! - `kmeans`: [`kmeans()`] over a shared file; the tree fold of each pass's sums, a shared
 //!   init, labels gathered to rank 0.
+//! - `kmeans_parts`: [`kmeans_parts()`] over per-rank parts, one per rank, in the same tree.
 //! - `exchange`: outcomes and byte records between processes.
 
 mod exchange;
 mod grep;
 mod kmeans;
+mod kmeans_parts;
 mod stats;
 pub mod tree;
 
@@ -37,6 +39,7 @@ use std::path::PathBuf;
 
 pub use grep::{DistGrepReport, grep};
 pub use kmeans::kmeans;
+pub use kmeans_parts::kmeans_parts;
 pub use stats::stats;
 
 /// Where the data of a distributed run is (placement rule 1).

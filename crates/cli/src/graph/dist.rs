@@ -162,7 +162,8 @@ fn rank_main(
             Algo::PageRank(o) => {
                 let (r, c) = dist::pagerank(ctx, &dg, o)?;
                 let f = json!({"iterations": r.iterations, "last_change": r.last_change,
-                    "seconds_per_iteration": t.elapsed().as_secs_f64() / r.iterations.max(1) as f64});
+                    "seconds_per_iteration": t.elapsed().as_secs_f64() / r.iterations.max(1) as f64,
+                    "halo_setup_seconds": c.setup_s});
                 text(Values::F64(&r.ranks))?;
                 (f, c)
             }

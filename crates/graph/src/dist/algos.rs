@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use sluice_bsp::Ctx;
 
 use super::exchange::Exchange;
+use super::halo::Halo;
 use super::{Cost, DistGraph};
 use crate::algo::bfs::{UNREACHED, Visit};
 use crate::algo::cdlp::{Cdlp, relabel};
@@ -42,41 +43,58 @@ pub fn pagerank(
     let mut rank = VertexArray::new(g, "pagerank ranks", 1.0 / nf).map_err(&local)?;
     let mut contrib = VertexArray::new(g, "pagerank contributions", 0.0f64).map_err(&local)?;
     let mut sum = VertexArray::new(g, "pagerank sums", 0.0f64).map_err(&local)?;
-    let mut partials = vec![0.0f64; g.meta().partitions as usize];
-    let psize = g.meta().partition_size as usize;
+    let (n, psize) = (g.num_vertices(), g.meta().partition_size as usize);
     let deg = g.out_degree();
     let all = VertexSet::all(g);
-    let mut x = Exchange::new(ctx, dg, 8)?;
+    let started = std::time::Instant::now();
+    let halo = Halo::build(ctx, dg)?;
+    let setup_s = started.elapsed().as_secs_f64();
+    let mut x = Exchange::with_halo(ctx, dg, 8, 2, Some(halo))?;
+    // Per partition: [change, sink mass], each folded from 0 in vertex order, as
+    // `Graph::sum_vertices` folds a partition; the sums fold partitions in order.
+    let sink_of = |rank: &[f64], p: usize| {
+        (p * psize..((p + 1) * psize).min(n))
+            .fold(0.0, |acc, v| acc + if deg[v] == 0 { rank[v] } else { 0.0 })
+    };
+    let mut partials = vec![0.0f64; 2 * g.meta().partitions as usize];
+    for p in 0..partials.len() / 2 {
+        partials[2 * p + 1] = sink_of(&rank, p);
+    }
     let (mut done, mut change) = (0, f64::INFINITY);
     while done < opts.iterations {
         x.begin();
-        // Every rank holds every rank value: the sink mass is the one-process fold.
-        let sink = g.sum_vertices(&mut contrib, |v, c| {
-            let (r, k) = (rank[v as usize], deg[v as usize]);
-            *c = if k == 0 { 0.0 } else { r / k as f64 };
-            if k == 0 { r } else { 0.0 }
+        // Sinks have no out-edges, so no halo holds them: their mass travels as partials.
+        let sink = partials.iter().skip(1).step_by(2).fold(0.0, |a, b| a + b);
+        // Current values: the owned vertices and the halo, all that the pass reads.
+        g.sum_vertices(&mut contrib, |v, c| {
+            let k = deg[v as usize];
+            *c = if k == 0 { 0.0 } else { rank[v as usize] / k as f64 };
+            0.0
         });
         sum.iter_mut().for_each(|s| *s = 0.0);
         g.stream_edges(&Sum { contrib: contrib.padded() }, &all, Direction::Out, &mut sum)
             .map_err(&local)?;
         let base = (1.0 - d) / nf + d * sink / nf;
-        // Owned partitions only; each partition's change folded from 0 in vertex order.
-        let n = g.num_vertices();
         for p in dg.owned_partitions() {
             let vs = p * psize..((p + 1) * psize).min(n);
-            partials[p] = rank[vs.clone()].iter_mut().zip(&sum[vs]).fold(0.0, |acc, (r, s)| {
+            partials[2 * p] = rank[vs.clone()].iter_mut().zip(&sum[vs]).fold(0.0, |acc, (r, s)| {
                 let old = std::mem::replace(r, base + d * s);
                 acc + (*r - old).abs()
             });
+            partials[2 * p + 1] = sink_of(&rank, p);
         }
-        x.owned(ctx, &mut rank, &mut partials)?;
-        change = partials.iter().fold(0.0, |a, b| a + b);
+        x.halo(ctx, &mut rank, &mut partials)?;
+        change = partials.iter().step_by(2).fold(0.0, |a, b| a + b);
         done += 1;
         if opts.tolerance.is_some_and(|t| change < t) {
             break;
         }
     }
-    let cost = x.finish(ctx)?;
+    // Every rank gets every value: one more superstep, the owned ranges everywhere.
+    x.begin();
+    x.owned(ctx, &mut rank, &mut [])?;
+    let mut cost = x.finish(ctx)?;
+    cost.setup_s = setup_s;
     Ok((PageRank { ranks: rank.into_vec(), iterations: done, last_change: change }, cost))
 }
 

@@ -3,16 +3,24 @@
 //!
 //! # Contract
 //! 1. One global slot per run, registered once ([`Exchange::new`], one sync of its own), large
-//!    enough for either layout below; every later superstep is exactly one sync.
+//!    enough for the layouts below; every later superstep is exactly one sync.
 //! 2. [`Exchange::owned`]: rank `r` puts its owned vertex range of `values` (and its
-//!    partitions' entries of `partials`) to every other rank at the same offsets; after the
-//!    sync every rank holds every value. Bytes: `(p − 1) · owned · size` sent.
-//! 3. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
+//!    partitions' entries of `partials`: `k` per partition, partition-major) to every other
+//!    rank at the same offsets; after the sync every rank holds every value. Bytes:
+//!    `(p − 1) · owned · size` sent.
+//! 3. [`Exchange::halo`] (a run made [`Exchange::with_halo`]): rank `q` sends rank `r` one
+//!    message: the values of `r`'s halo in `q` ([`Halo`]) in list order, then `q`'s
+//!    partitions' `partials` (as in rule 2), into `r`'s receive area (senders in rank order);
+//!    after the sync every rank holds the values its stripe reads as sources and every
+//!    partial. Bytes: `size · Σ_r |send[r]|` plus `(p − 1) · 8 · k · owned partitions` sent.
+//! 4. [`Exchange::changed`]: rank `r` puts `[count u64][(id u32, value)…]` into its own region
 //!    (sized for all its owned vertices) on every other rank; after the sync each rank applies
 //!    the others' pairs. Only changed values travel. Every rank always sends its count, so a
 //!    region never holds a stale list.
-//! 4. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
-//!    rank, seconds of local work before the puts, seconds of puts plus sync).
+//! 5. Every superstep is recorded in the run's [`CostLog`] (bytes sent and received by this
+//!    rank, seconds of local work before the puts, seconds of puts plus sync), its start in
+//!    seconds since the exit of the sync that registers the slot: an instant common to all
+//!    ranks, so the start times of all ranks are on one shared clock.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -21,8 +29,15 @@ use sluice_bsp::collectives::Elem;
 use sluice_bsp::cost::CostLog;
 use sluice_bsp::{Ctx, MemSlot, Pid};
 
+use super::halo::Halo;
 use super::{Cost, DistGraph};
 use crate::Error;
+
+/// Partitions rank `r` owns.
+fn ranges_parts_len(parts: &crate::partition::Parts, r: usize) -> usize {
+    let [lo, hi] = parts.ranges[r];
+    (hi - lo) as usize
+}
 
 /// A run's exchange slot and its cost log.
 #[derive(Debug)]
@@ -35,6 +50,8 @@ pub(crate) struct Exchange {
     /// Start of each rank's region for [`Exchange::changed`] (bytes), plus the end.
     regions: Vec<usize>,
     value_offset: usize,
+    /// The halo and the byte offset of the receive area (its send area follows it).
+    halo: Option<(Halo, usize)>,
     log: CostLog,
     t0: Instant,
     work_start: Instant,
@@ -47,6 +64,18 @@ impl Exchange {
         dg: &DistGraph,
         value_bytes: usize,
     ) -> Result<Exchange, Error> {
+        Exchange::with_halo(ctx, dg, value_bytes, 1, None)
+    }
+
+    /// As [`Exchange::new`], with room for `k` partials per partition and, given a halo, for
+    /// [`Exchange::halo`] (rule 3); collective.
+    pub(crate) fn with_halo(
+        ctx: &mut Ctx,
+        dg: &DistGraph,
+        value_bytes: usize,
+        k: usize,
+        halo: Option<Halo>,
+    ) -> Result<Exchange, Error> {
         let rank = ctx.pid();
         let bsp = |source| Error::Bsp { rank, source };
         let p = ctx.nprocs() as usize;
@@ -58,13 +87,22 @@ impl Exchange {
             regions.push(regions[regions.len() - 1] + 8 + r.len() * (4 + value_bytes));
         }
         let value_offset = n * value_bytes;
-        let owned_len = value_offset + dg.parts.partitions as usize * 8;
-        let len = owned_len.max(regions[p]);
+        let owned_len = value_offset + dg.parts.partitions as usize * 8 * k;
+        let base = owned_len.max(regions[p]);
+        // The halo's areas: values plus k partials per partition in each message (rule 3).
+        let areas = |h: &Halo| {
+            let pb = |r: usize| ranges_parts_len(&dg.parts, r) * k * 8;
+            let others: usize = (0..p).filter(|&q| q != rank as usize).map(pb).sum();
+            (h.received() + h.sent()) * value_bytes + others + (p - 1) * pb(rank as usize)
+        };
+        let len = base + halo.as_ref().map_or(0, areas);
         ctx.resize_memory_register(ctx.registered() + 1).map_err(bsp)?;
         ctx.resize_message_queue(4 * p + 4).map_err(bsp)?;
         ctx.sync().map_err(bsp)?;
-        let slot = ctx.alloc_global(len).map_err(bsp)?;
+        // Every rank leaves this sync together (up to its skew, microseconds on one host): the
+        // zero of the run's shared clock, so the ranks' trace tracks line up (rule 5).
         let now = Instant::now();
+        let slot = ctx.alloc_global(len).map_err(bsp)?;
         Ok(Exchange {
             slot,
             me: rank as usize,
@@ -73,6 +111,7 @@ impl Exchange {
             parts,
             regions,
             value_offset,
+            halo: halo.map(|h| (h, base)),
             log: CostLog::new(),
             t0: now,
             work_start: now,
@@ -107,7 +146,8 @@ impl Exchange {
         let bsp = self.bsp();
         let (w, me, voff) = (T::SIZE, self.me, self.value_offset);
         let own = self.ranges[me].start as usize..self.ranges[me].end as usize;
-        let parts = self.parts[me].clone();
+        let k = partials.len() / self.parts.last().map_or(1, |x| x.end.max(1));
+        let parts = self.parts[me].start * k..self.parts[me].end * k;
         let use_partials = !partials.is_empty();
         {
             let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
@@ -147,7 +187,7 @@ impl Exchange {
                 {
                     *v = T::from_bytes(c);
                 }
-                let ps = self.parts[r].clone();
+                let ps = self.parts[r].start * k..self.parts[r].end * k;
                 if use_partials {
                     for (x, c) in partials[ps.clone()]
                         .iter_mut()
@@ -163,7 +203,69 @@ impl Exchange {
         Ok(())
     }
 
-    /// Rule 3: sends this rank's `(vertex, value)` changes to every other rank and calls
+    /// Rule 3: the values other ranks read as sources (and the owned partitions' `partials`)
+    /// to those ranks only. Panics if the run was made without a halo.
+    pub(crate) fn halo<T: Elem>(
+        &mut self,
+        ctx: &mut Ctx,
+        values: &mut [T],
+        partials: &mut [f64],
+    ) -> Result<(), Error> {
+        let comm_start = Instant::now();
+        let bsp = self.bsp();
+        let (w, me, p) = (T::SIZE, self.me, self.ranges.len());
+        let (h, base) = self.halo.as_ref().expect("Exchange::halo needs Exchange::with_halo");
+        let base = *base;
+        let k = partials.len() / self.parts.last().map_or(1, |x| x.end.max(1));
+        // Bytes of rank q's partials, and of the messages before sender q's on rank r.
+        let pbytes = |q: usize| self.parts[q].len() * k * 8;
+        let before = |r: usize, q: usize| (0..q).filter(|&x| x != r).map(pbytes).sum::<usize>();
+        let out = base + h.received() * w + before(me, p);
+        let parts = self.parts[me].start * k..self.parts[me].end * k;
+        let mut lens = vec![0; p];
+        {
+            let buf = ctx.slot_mut(self.slot).map_err(&bsp)?;
+            let mut at = out;
+            for d in (0..p).filter(|&d| d != me) {
+                for (&v, c) in h.send[d].iter().zip(buf[at..].chunks_exact_mut(w)) {
+                    values[v as usize].put_bytes(c);
+                }
+                let c = at + h.send[d].len() * w;
+                for (x, c) in partials[parts.clone()].iter().zip(buf[c..].chunks_exact_mut(8)) {
+                    c.copy_from_slice(&x.to_ne_bytes());
+                }
+                lens[d] = h.send[d].len() * w + pbytes(me);
+                at += lens[d];
+            }
+        }
+        let (mut sent, mut msg, mut at) = (0u64, u64::MAX, out);
+        for d in (0..p).filter(|&d| d != me && lens[d] > 0) {
+            let dst = base + h.remote_at[d] * w + before(d, me);
+            ctx.put(self.slot, at, d as Pid, self.slot, dst, lens[d]).map_err(&bsp)?;
+            (sent, msg, at) = (sent + lens[d] as u64, msg.min(lens[d] as u64), at + lens[d]);
+        }
+        ctx.sync().map_err(&bsp)?;
+        let mut received = 0u64;
+        {
+            let buf = ctx.slot(self.slot).map_err(&bsp)?;
+            for q in (0..p).filter(|&q| q != me) {
+                let from = &buf[base + h.recv_at[q] * w + before(me, q)..];
+                for (&v, c) in h.need[q].iter().zip(from.chunks_exact(w)) {
+                    values[v as usize] = T::from_bytes(c);
+                }
+                let ps = self.parts[q].start * k..self.parts[q].end * k;
+                let from = &from[h.need[q].len() * w..];
+                for (x, c) in partials[ps.clone()].iter_mut().zip(from.chunks_exact(8)) {
+                    *x = f64::from_bytes(c);
+                }
+                received += (h.need[q].len() * w + ps.len() * 8) as u64;
+            }
+        }
+        self.record(sent, received, if msg == u64::MAX { 0 } else { msg }, comm_start);
+        Ok(())
+    }
+
+    /// Rule 4: sends this rank's `(vertex, value)` changes to every other rank and calls
     /// `apply` for each change another rank sent; returns the changes of all ranks together.
     pub(crate) fn changed<T: Elem>(
         &mut self,
@@ -217,6 +319,6 @@ impl Exchange {
         let bsp = self.bsp();
         ctx.deregister(self.slot).map_err(&bsp)?;
         let table = self.log.summarize(ctx).map_err(&bsp)?;
-        Ok(Cost { table, local: self.log.local() })
+        Ok(Cost { table, local: self.log.local(), setup_s: 0.0 })
     }
 }

@@ -76,7 +76,7 @@ pub fn kmeans(
 }
 
 /// Writes `labels` (little-endian i32) as an `(n,)` int32 `.npy` at `target`, atomically.
-fn write_labels(target: &Path, n: u64, labels: &[u8]) -> Result<(), KmeansError> {
+pub(super) fn write_labels(target: &Path, n: u64, labels: &[u8]) -> Result<(), KmeansError> {
     let write_err = |e| KmeansError::Write { path: target.to_path_buf(), source: e };
     let mut out = OutputFile::create(target).map_err(write_err)?;
     out.write_all(&sluice_io::npy_header("'<i4'", &[n], false)).map_err(write_err)?;
@@ -85,7 +85,7 @@ fn write_labels(target: &Path, n: u64, labels: &[u8]) -> Result<(), KmeansError>
 }
 
 /// The ranks of the section, combining each pass by one allgather of their tree nodes.
-struct Ranks<'a>(&'a mut Ctx);
+pub(super) struct Ranks<'a>(pub(super) &'a mut Ctx);
 
 impl Combiner for Ranks<'_> {
     fn combine(
@@ -103,7 +103,10 @@ impl Combiner for Ranks<'_> {
 /// Allgathers every process's `Ok` payload; if any process has an `Err`, every process returns
 /// an error: its own inside [`KmeansError::OnRank`], or [`KmeansError::PeerFailed`] naming the
 /// lowest failed rank (`dist` rule 3; `exchange::agree` for [`KmeansError`]).
-fn agree(ctx: &mut Ctx, mine: Result<Vec<u8>, KmeansError>) -> Result<Vec<Vec<u8>>, KmeansError> {
+pub(super) fn agree(
+    ctx: &mut Ctx,
+    mine: Result<Vec<u8>, KmeansError>,
+) -> Result<Vec<Vec<u8>>, KmeansError> {
     let rank = ctx.pid() as usize;
     let record = match &mine {
         Ok(bytes) => [&[0u8][..], bytes].concat(),
