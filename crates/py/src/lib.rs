@@ -8,6 +8,7 @@
 //!
 //! # Modules
 //! ```text
+//! columns    NumPy id/weight columns lent to the graph import in place (zero copy)
 //! errors     SluiceError and its subclasses; mapping from the library error types
 //! graph      sluice.Graph: open, import_ (files or NumPy arrays), the algorithms; kronecker
 //! kernels    sluice.stats, sluice.grep
@@ -19,6 +20,7 @@
 
 #![deny(unsafe_code)]
 
+mod columns;
 mod errors;
 mod graph;
 mod kernels;

@@ -99,7 +99,12 @@ pub(crate) fn kmeans(
     let (pipeline, cancel, counter) = pipeline(&budget)?;
     let file = std::fs::metadata(&path).map_or(0, |m| m.len());
     let passes = config.max_iter as u64 + 1;
-    let watch = Watch { cancel: &cancel, counter: &counter, total: file.saturating_mul(passes) };
+    let watch = Watch {
+        cancel: &cancel,
+        counter: &counter,
+        total: file.saturating_mul(passes),
+        import: None,
+    };
     let r = wait::run(py, watch, progress.as_ref(), || {
         sluice_kernels::kmeans::kmeans(&path, &config, &pipeline, &budget)
     })?
