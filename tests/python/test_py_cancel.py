@@ -138,7 +138,7 @@ import os, sys, time
 import numpy as np
 import sluice
 
-x = np.random.default_rng(1).standard_normal(2**23) + 0j
+x = np.random.default_rng(1).standard_normal(2**22) + 0j
 sluice.fft(x[:2**16], procs=2)  # the BSP threads' first start, outside the timed call
 before = len(os.listdir("/proc/self/task"))
 print("ready", flush=True)
@@ -152,9 +152,9 @@ except KeyboardInterrupt:
 
 
 def test_sigint_stops_a_parallel_fft_between_its_steps():
-    """A 2^23-point FFT on 2 BSP processes takes over a second on a loaded machine; the flag is checked before each
+    """A 2^22-point FFT on 2 BSP processes takes about a second on a loaded machine; the flag is checked before each
     of its three steps (local FFTs, exchange, combine), so the signal is seen within a step."""
-    sent, _, after, rc = run_child(FFT_CHILD, [], "ready", grace=0.2)
+    sent, _, after, rc = run_child(FFT_CHILD, [], "ready", grace=0.1)
     if after and after[0] == "finished":
         pytest.skip("the FFT finished before the signal")
     line = after[0].split() if after else []
