@@ -261,3 +261,37 @@ def fft(
     most that leave each process at least 2**16 values). The input is copied once into the
     buffer the transform works in, which becomes the result (no second copy).
     """
+
+class _BspContext:
+    """What each process of ``sluice.bsp.exec`` gets (``sluice.bsp.Context``)."""
+
+    pid: int
+    """This process's id, 0 .. nprocs-1."""
+    nprocs: int
+    """Number of processes."""
+
+    def register(self, array: npt.NDArray[np.generic]) -> int:
+        """Makes a C-contiguous writable array a global slot; returns its index. Collective:
+        every process registers in the same order; usable by remote puts/gets after a sync."""
+
+    def put(self, src: npt.NDArray[np.generic], slot: int, pid: int, offset: int = 0) -> None:
+        """Copies every element of ``src`` into ``slot`` of process ``pid`` from element
+        ``offset``, at the next sync (``src`` is copied now and may change at once)."""
+
+    def get(self, pid: int, slot: int, offset: int, dst_slot: int, dst_offset: int, count: int) -> None:
+        """Copies ``count`` elements of ``slot`` of ``pid`` from ``offset`` into the local
+        ``dst_slot`` from ``dst_offset``, at the next sync."""
+
+    def sync(self) -> None:
+        """Ends the superstep: queued puts and gets are complete, registered arrays updated.
+        A read and a write of the same bytes in one superstep raise BspError."""
+
+class bsp:  # the submodule ``sluice.bsp``
+    Context = _BspContext
+
+    @staticmethod
+    def exec(p: int, fn: Callable[..., object], *args: object) -> list:
+        """Runs ``fn(ctx, *args)`` as an SPMD program on ``p`` threads (the threads backend,
+        checked for LPF-illegal patterns); returns the return values by pid. The GIL serialises
+        the Python code: for correctness and teaching, not speed. A Python exception in a
+        process is re-raised (lowest pid); BSP failures raise BspError."""
