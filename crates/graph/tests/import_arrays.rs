@@ -82,7 +82,7 @@ fn same_store(
     o.id_bytes = Some(8);
     o.bin_weight = if w.is_some() { BinWeight::F64 } else { BinWeight::None };
     let from_file = dir.join(format!("{}-file.grid", case.name));
-    import(&[bin.clone()], &from_file, &o, &pipeline, &case.budget).unwrap();
+    import(std::slice::from_ref(&bin), &from_file, &o, &pipeline, &case.budget).unwrap();
     std::fs::remove_file(&bin).unwrap();
 
     let mut o = ImportOptions::new(Format::Snap); // format, id width, bin weight: not used

@@ -38,6 +38,7 @@ pub(super) struct GridWritten {
 /// `cols_per_group` partitions, deleting each bucket once read; the layout, weights and
 /// `simple` come from `meta`. Fills `degrees` when given. Stops with `Cancelled` once
 /// `cancelled` says so (checked per column group and every 4096 blocks).
+#[allow(clippy::too_many_arguments)] // the grid's inputs, each a different thing
 pub(super) fn write_grid(
     dir: &Path,
     grid: &str,
