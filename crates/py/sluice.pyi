@@ -20,6 +20,8 @@ UNREACHED: int
 PathLike = Union[str, "os.PathLike[str]"]
 Memory = Union[int, str, None]
 Progress = Union[Callable[[int, int], object], bool, None]
+# Graph.import_'s callback also gets the pass running: "vertices", "bucketing", "blocks" or None.
+ImportProgress = Union[Callable[[int, int, Optional[str]], object], bool, None]
 
 class SluiceError(Exception):
     """Base class of every Sluice error; messages are the CLI's and name the file."""
@@ -99,8 +101,12 @@ class Graph:
     """A grid store on disk, streamed block by block within the memory budget."""
 
     @staticmethod
-    def open(store: PathLike, *, memory: Memory = None) -> "Graph":
-        """Opens the store directory ``store``. InputError if missing, StoreCorrupt if damaged."""
+    def open(store: PathLike, *, memory: Memory = None, in_memory: bool = False) -> "Graph":
+        """Opens the store directory ``store``. InputError if missing, StoreCorrupt if damaged.
+
+        in_memory: load every block into RAM (checksummed, within ``memory``) so passes run
+        from memory; Ctrl-C still stops a pass within a partition's work.
+        """
 
     @staticmethod
     def import_(
@@ -115,23 +121,35 @@ class Graph:
         format: Optional[str] = None,
         directed: Optional[bool] = None,
         weights: Optional[str] = None,
+        id_bytes: Optional[int] = None,
         simple: bool = False,
         force: bool = False,
         memory: Memory = None,
-        progress: Progress = None,
+        progress: ImportProgress = None,
     ) -> "Graph":
         """Imports edges into a new store at ``out`` and opens it.
 
         source: edge-list file(s) in ``format`` "snap", "mtx", "ldbc" or "bin" (default: from
         the name, else "snap"), or a tuple ``(src, dst[, weight])`` of NumPy arrays of
-        non-negative integer original ids (and float weights).
+        non-negative integer original ids (and float weights). Arrays are read in place: no
+        copy and no edge file, when 1-D and C-contiguous with ids int32, int64, uint32 or uint64
+        and weights float64 or float32 (other integer/float dtypes and lists are converted
+        first; a strided view raises InputError). They are read-only during the call. The store
+        equals, byte for byte, the import of the same edges as a bin file (u64 ids, f64
+        weights). Negative ids, NaN/negative weights, differing lengths raise InputError naming
+        the argument and index ("src: index 3: vertex id -1 is negative").
+        progress: ``progress(done, total, phase)``, phase the pass running ("vertices",
+        "bucketing", "blocks", None at the end), or True for a tqdm bar showing the pass.
         directed: whether edges are one-way (required where the format does not say; arrays
         and bin default to directed). weights: a bin file's weight column, "f32" or "f64".
+        id_bytes: a bin file's id width, 4 (default) or 8.
         simple: drop self loops and duplicate edges. force: replace an existing store.
         """
 
     @property
     def num_vertices(self) -> int: ...
+    @property
+    def in_memory(self) -> bool: ...
     @property
     def num_edges(self) -> int:
         """Stored edges: an undirected edge is stored both ways and counts twice."""
@@ -243,3 +261,37 @@ def fft(
     most that leave each process at least 2**16 values). The input is copied once into the
     buffer the transform works in, which becomes the result (no second copy).
     """
+
+class _BspContext:
+    """What each process of ``sluice.bsp.exec`` gets (``sluice.bsp.Context``)."""
+
+    pid: int
+    """This process's id, 0 .. nprocs-1."""
+    nprocs: int
+    """Number of processes."""
+
+    def register(self, array: npt.NDArray[np.generic]) -> int:
+        """Makes a C-contiguous writable array a global slot; returns its index. Collective:
+        every process registers in the same order; usable by remote puts/gets after a sync."""
+
+    def put(self, src: npt.NDArray[np.generic], slot: int, pid: int, offset: int = 0) -> None:
+        """Copies every element of ``src`` into ``slot`` of process ``pid`` from element
+        ``offset``, at the next sync (``src`` is copied now and may change at once)."""
+
+    def get(self, pid: int, slot: int, offset: int, dst_slot: int, dst_offset: int, count: int) -> None:
+        """Copies ``count`` elements of ``slot`` of ``pid`` from ``offset`` into the local
+        ``dst_slot`` from ``dst_offset``, at the next sync."""
+
+    def sync(self) -> None:
+        """Ends the superstep: queued puts and gets are complete, registered arrays updated.
+        A read and a write of the same bytes in one superstep raise BspError."""
+
+class bsp:  # the submodule ``sluice.bsp``
+    Context = _BspContext
+
+    @staticmethod
+    def exec(p: int, fn: Callable[..., object], *args: object) -> list:
+        """Runs ``fn(ctx, *args)`` as an SPMD program on ``p`` threads (the threads backend,
+        checked for LPF-illegal patterns); returns the return values by pid. The GIL serialises
+        the Python code: for correctness and teaching, not speed. A Python exception in a
+        process is re-raised (lowest pid); BSP failures raise BspError."""

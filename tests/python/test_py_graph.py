@@ -20,7 +20,7 @@ sp = pytest.importorskip("scipy.sparse", reason="skipping: scipy not installed")
 def read_edges(path):
     """(src, dst) int64 arrays of a SNAP edge list, read with numpy alone."""
     e = np.loadtxt(path, dtype=np.int64, comments="#", usecols=(0, 1), ndmin=2)
-    return e[:, 0], e[:, 1]
+    return np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, 1])
 
 
 def nx_graph(src, dst, directed):

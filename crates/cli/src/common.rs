@@ -204,6 +204,17 @@ impl Progress {
 
     /// Starts watching `counter` (already handed to a pipeline) towards `total` units.
     pub(crate) fn watch(label: &str, total: u64, bytes: bool, counter: Arc<AtomicU64>) -> Progress {
+        Progress::watch_import(label, total, bytes, counter, None)
+    }
+
+    /// [`Progress::watch`] whose label names the pass an import runs ("import: bucketing").
+    pub(crate) fn watch_import(
+        label: &str,
+        total: u64,
+        bytes: bool,
+        counter: Arc<AtomicU64>,
+        import: Option<Arc<sluice_graph::import::Progress>>,
+    ) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         let last_phase = Arc::new(std::sync::Mutex::new(String::from("finishing")));
         let thread = std::io::stderr().is_terminal().then(|| {
@@ -219,6 +230,12 @@ impl Progress {
                         continue;
                     }
                     let done = counter.load(Ordering::Relaxed).min(total);
+                    // An import names its pass, which also says what is left at 100 %.
+                    let pass = import.as_ref().and_then(|p| p.phase()).map(|p| p.name());
+                    let label = match pass {
+                        Some(pass) => format!("{label}: {pass}"),
+                        None => label.clone(),
+                    };
                     let b = bar.get_or_insert_with(|| {
                         let b = indicatif::ProgressBar::new(total).with_elapsed(elapsed);
                         if let Ok(style) =
@@ -237,11 +254,14 @@ impl Progress {
                     };
                     if done >= total {
                         let phase = last_phase.lock().map(|p| p.clone()).unwrap_or_default();
-                        b.set_message(format!("{label}: {phase}"));
+                        b.set_message(match pass {
+                            Some(_) => label,
+                            None => format!("{label}: {phase}"),
+                        });
                         b.set_prefix(format!("{} read, {secs:.0} s", amount(total as f64)));
                     } else {
                         let eta = (total - done) as f64 / per_s.max(1e-9);
-                        b.set_message(label.clone());
+                        b.set_message(label);
                         b.set_prefix(format!(
                             "{}/{} {}/s eta {}",
                             amount(done as f64),

@@ -11,6 +11,11 @@
 //! 3. **Blocks.** One bucket at a time (its size reserved from the memory budget) is sorted by
 //!    (destination partition, source partition, d, s) and written as grid blocks.
 //!
+//! The input is edge files ([`import`]) or edges in memory ([`import_from`] with
+//! [`Input::Arrays`]: borrowed `src`/`dst`/weight slices, read in place, no edge file written).
+//! [`ImportOptions::progress`] tells another thread the pass running ([`Phase`]); the pipeline's
+//! cancel flag is seen in every pass (the blocks pass checks it per column group and block).
+//!
 //! # Contract
 //! 1. Dense id order is original id order; vertices only in `.v` (isolated) are vertices.
 //! 2. A malformed line is an error naming `file:line`; a weight that is NaN, infinite or
@@ -30,6 +35,7 @@
 //! This file holds the options, the report and [`import`], which runs the passes:
 //! * `describe`: what the input is (format, files, direction, weights, where the vertices come
 //!   from), read from the options, headers and `.properties` ([`LdbcProperties`]);
+//! * `arrays`: edges in memory ([`EdgeArrays`]), read in chunks in place of files;
 //! * `parse`: bytes to edges (text lines, binary records), pure functions;
 //! * `read`: every edge file in chunks, through the block pipeline or a gzip decoder, with
 //!   parse failures turned into `file:line` errors; passes 1 and 2 both read through it;
@@ -38,6 +44,8 @@
 //! * `blocks`: pass 3, one bucket sorted into grid blocks and written with its index.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
 
 use sluice_io::{Budget, Pipeline};
@@ -48,6 +56,7 @@ use crate::Error;
 use crate::cleanup::{self, TempDir};
 use crate::store::{self, EDGE_BYTES, Meta};
 
+mod arrays;
 mod blocks;
 mod buckets;
 mod describe;
@@ -57,6 +66,7 @@ mod parse;
 mod read;
 mod vertices;
 
+pub use arrays::{EdgeArrays, Ids, Weights};
 pub use describe::{LdbcProperties, layout_doubts};
 
 use blocks::Degrees;
@@ -118,6 +128,79 @@ pub struct ImportOptions {
     pub tmp_dir: Option<PathBuf>,
     /// Replace an existing store at the output path.
     pub force: bool,
+    /// Where the import stands, for a progress display on another thread.
+    pub progress: Option<Arc<Progress>>,
+}
+
+/// The pass an import runs (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Pass 1: collecting the vertex ids.
+    Vertices,
+    /// Pass 2: routing edges to bucket files.
+    Bucketing,
+    /// Pass 3: sorting buckets into grid blocks and writing them.
+    Blocks,
+}
+
+impl Phase {
+    /// The pass's name as a progress bar shows it: "vertices", "bucketing" or "blocks".
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Vertices => "vertices",
+            Phase::Bucketing => "bucketing",
+            Phase::Blocks => "blocks",
+        }
+    }
+}
+
+/// Where an import stands, written by the import and read by any thread: the pass it runs, and
+/// the bytes of in-memory edges read (as `bin` records; files count through the pipeline's
+/// progress counter instead).
+#[derive(Debug, Default)]
+pub struct Progress {
+    phase: AtomicU8,
+    bytes: AtomicU64,
+}
+
+impl Progress {
+    /// The pass running now; `None` before the first and after the last.
+    pub fn phase(&self) -> Option<Phase> {
+        match self.phase.load(Ordering::Relaxed) {
+            1 => Some(Phase::Vertices),
+            2 => Some(Phase::Bucketing),
+            3 => Some(Phase::Blocks),
+            _ => None,
+        }
+    }
+
+    /// Bytes of in-memory edges read so far (both passes).
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, phase: Option<Phase>) {
+        let v = match phase {
+            None => 0,
+            Some(Phase::Vertices) => 1,
+            Some(Phase::Bucketing) => 2,
+            Some(Phase::Blocks) => 3,
+        };
+        self.phase.store(v, Ordering::Relaxed);
+    }
+
+    fn add_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// What [`import_from`] reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// Edge files in [`ImportOptions::format`].
+    Files(&'a [PathBuf]),
+    /// Edges in memory (the format, id width and weight options do not apply).
+    Arrays(EdgeArrays<'a>),
 }
 
 impl ImportOptions {
@@ -131,6 +214,7 @@ impl ImportOptions {
             bin_weight: BinWeight::None,
             tmp_dir: None,
             force: false,
+            progress: None,
         }
     }
 }
@@ -156,13 +240,52 @@ pub fn import(
     pipeline: &Pipeline,
     budget: &Budget,
 ) -> Result<ImportReport, Error> {
-    let start = Instant::now();
-    if inputs.is_empty() {
-        return Err(Error::NoInput);
+    import_from(Input::Files(inputs), out, opts, pipeline, budget)
+}
+
+/// Imports edge files or edges in memory into a grid store at `out` (see the module docs).
+pub fn import_from(
+    input: Input<'_>,
+    out: &Path,
+    opts: &ImportOptions,
+    pipeline: &Pipeline,
+    budget: &Budget,
+) -> Result<ImportReport, Error> {
+    let progress = opts.progress.as_deref();
+    let result = import_passes(input, out, opts, pipeline, budget, progress);
+    if let Some(p) = progress {
+        p.set(None);
     }
-    let source = describe::describe(inputs, opts)?;
-    let input_bytes: u64 =
-        source.files.iter().map(|f| std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0)).sum();
+    result
+}
+
+fn import_passes(
+    input: Input<'_>,
+    out: &Path,
+    opts: &ImportOptions,
+    pipeline: &Pipeline,
+    budget: &Budget,
+    progress: Option<&Progress>,
+) -> Result<ImportReport, Error> {
+    let start = Instant::now();
+    let phase = |ph: Phase| {
+        if let Some(p) = progress {
+            p.set(Some(ph));
+        }
+    };
+    let (source, input_bytes, first_input) = match input {
+        Input::Files(inputs) => {
+            let Some(first) = inputs.first() else { return Err(Error::NoInput) };
+            let source = describe::describe(inputs, opts)?;
+            let bytes: u64 = source
+                .files
+                .iter()
+                .map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len()))
+                .sum();
+            (source, bytes, first.clone())
+        }
+        Input::Arrays(a) => (arrays::describe(a, opts), a.record_bytes(), PathBuf::from("src")),
+    };
 
     // Target and temporary directories: the target is locked for the whole import, checked
     // under the lock, and the leftovers of killed imports into it are cleaned first.
@@ -183,14 +306,12 @@ pub fn import(
     let scratch_dir = scratch.as_ref().map_or(stage.path(), |s| s.path()).to_path_buf();
 
     // Pass 1: vertices.
+    phase(Phase::Vertices);
     let vertices::VertexIds { ids, reservation: _vertex_arrays } =
-        vertices::collect_vertices(&source, pipeline, budget, &scratch_dir)?;
+        vertices::collect_vertices(&source, pipeline, progress, budget, &scratch_dir)?;
     let n = ids.len() as u64;
     if n == 0 {
-        return Err(Error::Input {
-            path: inputs[0].clone(),
-            msg: "empty graph: no vertices".into(),
-        });
+        return Err(Error::Input { path: first_input, msg: "empty graph: no vertices".into() });
     }
     let (p, psize) = store::layout_for(n)?;
 
@@ -206,6 +327,7 @@ pub fn import(
     }
 
     // Pass 2: bucketing.
+    phase(Phase::Bucketing);
     let lookup = Lookup::new(ids, budget);
     let groups = p.min(128);
     let cols_per_group = p.div_ceil(groups);
@@ -215,12 +337,15 @@ pub fn import(
     let _buf_res = budget.reserve("import bucket buffers", buf_bytes as u64 * nbuckets)?;
     let mut buckets = Buckets::create(&scratch_dir, nbuckets as usize, buf_bytes, source.weighted)?;
     let route = Route { psize, cols_per_group, groups, directed: source.directed };
-    let input_edges = buckets::bucket_edges(&source, &lookup, pipeline, &mut buckets, &route)?;
+    let input_edges =
+        buckets::bucket_edges(&source, &lookup, pipeline, progress, &mut buckets, &route)?;
     let bucket_info = buckets.finish()?;
     let scratch_bytes: u64 = bucket_info.iter().map(|b| b.bytes).sum();
     let ids = lookup.into_ids();
 
     // Pass 3: blocks.
+    phase(Phase::Blocks);
+    let cancelled = || pipeline.cancel_requested();
     let mut meta = Meta {
         format: store::FORMAT_NAME.into(),
         format_version: store::FORMAT_VERSION,
@@ -258,6 +383,7 @@ pub fn import(
             cols_per_group,
             degrees,
             budget,
+            &cancelled,
         )?;
         for (name, sum) in w.files {
             meta.files.insert(name, sum);
@@ -414,9 +540,12 @@ fn check_space(dir: &Path, needed: u64) -> Result<(), Error> {
     Ok(())
 }
 
-fn estimate_edges(source: &Source, input_bytes: u64) -> u64 {
+fn estimate_edges(source: &Source<'_>, input_bytes: u64) -> u64 {
     if let Some((_, _, nnz)) = source.mtx {
         return nnz;
+    }
+    if let Some(a) = &source.arrays {
+        return a.len() as u64;
     }
     match source.files.first().map(|f| &f.kind) {
         Some(kind @ FileKind::Bin { .. }) => input_bytes / kind.record_bytes(),

@@ -32,6 +32,7 @@
 //!   vertex_set            VertexSet: active sets (bitmap with per-partition counts)
 //! error                   the crate's one error type
 //! import                  edge lists (SNAP, Matrix Market, LDBC, bin) into a grid store
+//!   arrays                edges in memory (borrowed src/dst/weight slices) as the input
 //!   describe              what an input holds: format, directedness, ids, weights
 //!   parse                 text and binary records to edges
 //!   vertices              the id map: original ids to dense ids

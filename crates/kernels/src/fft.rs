@@ -175,6 +175,8 @@ pub struct Fft {
     kind: Kind,
     /// One workspace per process, locked for a whole call (rule 4: calls take turns).
     workspaces: Mutex<Vec<Workspace>>,
+    /// A front end's cancel flag, checked between the steps of a parallel call.
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 enum Kind {
@@ -207,7 +209,15 @@ impl Fft {
             Kind::Parallel(LocalFft::new(n, p, direction)?)
         };
         let workspaces = (0..p).map(|_| Workspace::default()).collect();
-        Ok(Fft { kind, workspaces: Mutex::new(workspaces) })
+        Ok(Fft { kind, workspaces: Mutex::new(workspaces), cancel: None })
+    }
+
+    /// Stops a call once `flag` is set (Ctrl-C in a front end): checked before the call and,
+    /// with p > 1, between its steps; the call then fails with `Cancelled` (a process that
+    /// stops fails its peers' next sync, so none waits).
+    pub fn with_cancel(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> Fft {
+        self.cancel = Some(flag);
+        self
     }
 
     /// The transform length n.
@@ -250,6 +260,8 @@ impl Fft {
                 return Err(FftError::Length { what, expected: n, got });
             }
         }
+        let cancel = self.cancel.as_deref();
+        spmd::check_cancel(cancel)?;
         let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
         let plan = match &self.kind {
             Kind::Sequential { fft, direction, .. } => {
@@ -290,7 +302,7 @@ impl Fft {
                     for (x, v) in local.iter_mut().zip(input[s as usize..].iter().step_by(p)) {
                         *x = *v;
                     }
-                    let done = plan.run_process(ctx, ws, &mut local, share);
+                    let done = plan.run_process(ctx, ws, &mut local, share, cancel);
                     ws.put_local(local);
                     done
                 };
@@ -323,7 +335,20 @@ pub fn ifft(data: &mut [Complex64], p: usize) -> Result<(), FftError> {
 }
 
 fn transform(data: &mut [Complex64], p: usize, direction: Direction) -> Result<(), FftError> {
-    let plan = Fft::new(data.len(), p, direction)?;
+    transform_cancellable(data, p, direction, None)
+}
+
+/// [`fft`] (or [`ifft`]) that stops once `cancel` is set ([`Fft::with_cancel`]).
+pub fn transform_cancellable(
+    data: &mut [Complex64],
+    p: usize,
+    direction: Direction,
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> Result<(), FftError> {
+    let mut plan = Fft::new(data.len(), p, direction)?;
+    if let Some(flag) = cancel {
+        plan = plan.with_cancel(flag);
+    }
     let input = data.to_vec();
     plan.process(&input, data)
 }

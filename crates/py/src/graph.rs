@@ -10,19 +10,21 @@
 //!    view of the graph's own table, [`crate::view`]).
 //! 4. One call at a time per graph: the cancel flag and counter are per graph.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use sluice_graph::algo::{bfs, cdlp, lcc, pagerank, spmv, sssp, wcc};
-use sluice_graph::import::{BinWeight, Format, ImportOptions};
+use sluice_graph::import::{
+    BinWeight, EdgeArrays, Format, ImportOptions, Input, Progress as ImportProgress, import_from,
+};
 use sluice_graph::{Direction, Error as GraphError};
 use sluice_io::{Budget, PipelineBuilder};
 
+use crate::columns::Lent;
 use crate::errors::{self, InputError};
 use crate::wait::{self, Watch};
 
@@ -67,16 +69,20 @@ pub(crate) fn pipeline(
     Ok((p, cancel, counter))
 }
 
-fn open_store(py: Python<'_>, store: &Path, budget: Budget) -> PyResult<Graph> {
+fn open_store(py: Python<'_>, store: &Path, budget: Budget, in_memory: bool) -> PyResult<Graph> {
     let context = format!("open {}", store.display());
     let (pipeline, cancel, counter) = pipeline(&budget)?;
-    let inner = py
-        .allow_threads(|| {
-            // A missing or unreadable store is reported as such (as the CLI does).
-            sluice_graph::store::read_meta(store)?;
-            sluice_graph::Graph::open(store, pipeline, budget)
-        })
-        .map_err(|e| errors::graph(&e, Some(&context)))?;
+    let watch = Watch { cancel: &cancel, counter: &counter, total: 0, import: None };
+    let inner = wait::run(py, watch, None, || {
+        // A missing or unreadable store is reported as such (as the CLI does).
+        sluice_graph::store::read_meta(store)?;
+        let mut g = sluice_graph::Graph::open(store, pipeline, budget)?;
+        if in_memory {
+            g.load_edges()?;
+        }
+        Ok(g)
+    })?
+    .map_err(|e| errors::graph(&e, Some(&context)))?;
     Ok(Graph { inner, cancel, counter })
 }
 
@@ -129,40 +135,41 @@ fn column<'py, T: numpy::Element>(
     Ok(np.call_method1("ascontiguousarray", (a, dtype))?.downcast_into::<PyArray1<T>>()?)
 }
 
-/// Writes `src, dst[, weight]` as `bin` records (u64, u64[, f64]) into `path`.
-fn write_edges(path: &Path, src: &[u64], dst: &[u64], w: Option<&[f64]>) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-    for i in 0..src.len() {
-        out.write_all(&src[i].to_le_bytes())?;
-        out.write_all(&dst[i].to_le_bytes())?;
-        if let Some(w) = w {
-            out.write_all(&w[i].to_le_bytes())?;
-        }
-    }
-    out.into_inner().map_err(|e| e.into_error())?.sync_all()
-}
-
 #[pymethods]
 impl Graph {
     /// Opens the grid store in directory `store` (written by `Graph.import_` or `sluice graph
     /// import`). `memory`: the budget in bytes or as "512M", "2G" (default: the cgroup limit, else
-    /// half the RAM). Raises InputError for a missing store, StoreCorrupt for a damaged one.
+    /// half the RAM). `in_memory`: load every block into RAM (checksummed, within the budget)
+    /// so that passes run from memory. Raises InputError for a missing store, StoreCorrupt for
+    /// a damaged one.
     #[staticmethod]
-    #[pyo3(signature = (store, *, memory=None))]
-    fn open(py: Python<'_>, store: PathBuf, memory: Option<Bound<'_, PyAny>>) -> PyResult<Graph> {
-        open_store(py, &store, budget(memory.as_ref())?)
+    #[pyo3(signature = (store, *, memory=None, in_memory=false))]
+    fn open(
+        py: Python<'_>,
+        store: PathBuf,
+        memory: Option<Bound<'_, PyAny>>,
+        in_memory: bool,
+    ) -> PyResult<Graph> {
+        open_store(py, &store, budget(memory.as_ref())?, in_memory)
     }
 
     /// Imports edges into a new grid store at `out` and opens it.
     ///
     /// `source`: a file path (or a list of them) in `format` "snap", "mtx", "ldbc" or "bin"
     /// (default: from the name, else "snap"); or a tuple `(src, dst)` / `(src, dst, weight)` of
-    /// NumPy arrays of original ids (non-negative integers) and float weights.
+    /// NumPy arrays of original ids (non-negative integers) and float weights, read in place
+    /// without a copy and without an edge file when 1-D, contiguous and of dtype int32, int64,
+    /// uint32 or uint64 (ids) and float64 or float32 (weights); other integer or float dtypes
+    /// and lists are converted first; a strided array raises InputError. The arrays are made
+    /// read-only during the call (their flag is restored after).
     /// `directed`: whether edges are one-way (needed where the format does not say; arrays and
     /// bin default to directed). `weights`: for a bin file, its weight column "f32" or "f64".
+    /// `id_bytes`: for a bin file, the width of its ids, 4 (default) or 8.
     /// `simple`: drop self loops and duplicate edges. `force`: replace an existing store.
+    /// `progress`: a callable `progress(done, total, phase)` (bytes read, bytes to read, the
+    /// pass running: "vertices", "bucketing", "blocks", or None), or True for a tqdm bar.
     #[staticmethod]
-    #[pyo3(name = "import_", signature = (source, out, *, format=None, directed=None, weights=None, simple=false, force=false, memory=None, progress=None))]
+    #[pyo3(name = "import_", signature = (source, out, *, format=None, directed=None, weights=None, id_bytes=None, simple=false, force=false, memory=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn import(
         py: Python<'_>,
@@ -171,6 +178,7 @@ impl Graph {
         format: Option<String>,
         directed: Option<bool>,
         weights: Option<String>,
+        id_bytes: Option<u8>,
         simple: bool,
         force: bool,
         memory: Option<Bound<'_, PyAny>>,
@@ -180,44 +188,30 @@ impl Graph {
         let arrays = source.is_instance_of::<PyTuple>()
             && !source.is_empty()?
             && !source.get_item(0)?.is_instance_of::<pyo3::types::PyString>();
-        let mut scratch = None;
-        let (inputs, mut opts) = if arrays {
+        let mut opts = ImportOptions::new(Format::Bin);
+        opts.directed = directed;
+        opts.simple = simple;
+        opts.force = force;
+        let phase = Arc::new(ImportProgress::default());
+        opts.progress = Some(phase.clone());
+        let (pipeline, cancel, counter) = pipeline(&budget)?;
+        let result = if arrays {
+            // The arrays are read in place by the importer (no edge file is written): lent,
+            // read-only, for the call (crate::columns).
             let t = source.downcast::<PyTuple>()?;
             if !(t.len() == 2 || t.len() == 3) {
                 return Err(InputError::new_err("arrays: give (src, dst) or (src, dst, weight)"));
             }
-            let src = column::<u64>(py, "src", &t.get_item(0)?, true)?;
-            let dst = column::<u64>(py, "dst", &t.get_item(1)?, true)?;
-            let w = match t.len() {
-                3 => Some(column::<f64>(py, "weight", &t.get_item(2)?, false)?),
-                _ => None,
-            };
-            let (src, dst) = (src.readonly(), dst.readonly());
-            let w = w.as_ref().map(|w| w.readonly());
-            let n = src.len();
-            if dst.len() != n || w.as_ref().is_some_and(|w| w.len() != n) {
-                return Err(InputError::new_err("arrays: src, dst and weight differ in length"));
-            }
-            // The arrays go to the importer as one `bin` file in a scratch directory beside the
-            // store, removed when the import ends (or the process is interrupted).
-            let name = out.file_name().map_or("store".into(), |n| n.to_string_lossy().into_owned());
-            let dir = out.with_file_name(format!(".{name}.edges-{}", std::process::id()));
-            let dir =
-                sluice_graph::cleanup::TempDir::new(dir).map_err(|e| errors::graph(&e, None))?;
-            let file = dir.path().join("edges.bin");
-            let (s, d) = (src.as_slice()?, dst.as_slice()?);
-            let ws = match &w {
-                Some(w) => Some(w.as_slice()?),
-                None => None,
-            };
-            py.allow_threads(|| write_edges(&file, s, d, ws)).map_err(|e| {
-                InputError::new_err(format!("{}: cannot write: {e}", file.display()))
-            })?;
-            scratch = Some(dir);
-            let mut opts = ImportOptions::new(Format::Bin);
-            opts.id_bytes = Some(8);
-            opts.bin_weight = if w.is_some() { BinWeight::F64 } else { BinWeight::None };
-            (vec![file], opts)
+            let w = if t.len() == 3 { Some(t.get_item(2)?) } else { None };
+            let lent = Lent::new(py, &t.get_item(0)?, &t.get_item(1)?, w.as_ref())?;
+            let (src, dst, w) = lent.columns()?;
+            let edges = EdgeArrays::new(src, dst, w).map_err(|e| errors::graph(&e, None))?;
+            let record = if lent.weighted() { 24 } else { 16 };
+            let total = 2 * record * lent.len() as u64;
+            let watch = Watch { cancel: &cancel, counter: &counter, total, import: Some(&phase) };
+            wait::run(py, watch, progress.as_ref(), || {
+                import_from(Input::Arrays(edges), &out, &opts, &pipeline, &budget)
+            })?
         } else {
             let inputs: Vec<PathBuf> = if source.is_instance_of::<PyList>() {
                 source.extract()?
@@ -227,7 +221,8 @@ impl Graph {
             let Some(first) = inputs.first() else {
                 return Err(errors::graph(&GraphError::NoInput, None));
             };
-            let mut opts = ImportOptions::new(self::format(format.as_deref(), first)?);
+            opts.format = self::format(format.as_deref(), first)?;
+            opts.id_bytes = id_bytes;
             opts.bin_weight = match weights.as_deref() {
                 None | Some("none") => BinWeight::None,
                 Some("f32") => BinWeight::F32,
@@ -238,20 +233,21 @@ impl Graph {
                     )));
                 }
             };
-            (inputs, opts)
+            // Both passes read the edge files.
+            let bytes: u64 =
+                inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+            let watch = Watch {
+                cancel: &cancel,
+                counter: &counter,
+                total: 2 * bytes,
+                import: Some(&phase),
+            };
+            wait::run(py, watch, progress.as_ref(), || {
+                import_from(Input::Files(&inputs), &out, &opts, &pipeline, &budget)
+            })?
         };
-        opts.directed = directed;
-        opts.simple = simple;
-        opts.force = force;
-        let (pipeline, cancel, counter) = pipeline(&budget)?;
-        let total = inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-        let watch = Watch { cancel: &cancel, counter: &counter, total };
-        wait::run(py, watch, progress.as_ref(), || {
-            sluice_graph::import::import(&inputs, &out, &opts, &pipeline, &budget)
-        })?
-        .map_err(|e| errors::graph(&e, None))?;
-        drop(scratch);
-        open_store(py, &out, budget)
+        result.map_err(|e| errors::graph(&e, None))?;
+        open_store(py, &out, budget, false)
     }
 
     /// Number of vertices |V|.
@@ -270,6 +266,12 @@ impl Graph {
     #[getter]
     fn directed(&self) -> bool {
         self.inner.is_directed()
+    }
+
+    /// Whether the blocks are held in memory (`Graph.open(..., in_memory=True)`).
+    #[getter]
+    fn in_memory(&self) -> bool {
+        self.inner.is_in_memory()
     }
 
     /// Whether edges carry weights.
@@ -430,7 +432,7 @@ impl Graph {
     ) -> PyResult<T> {
         let g = &self.inner;
         let total = g.pass_bytes(Direction::Both).saturating_mul(passes);
-        let watch = Watch { cancel: &self.cancel, counter: &self.counter, total };
+        let watch = Watch { cancel: &self.cancel, counter: &self.counter, total, import: None };
         wait::run(py, watch, progress.as_ref(), || f(g))?.map_err(|e| {
             let context = context.filter(|_| matches!(e, GraphError::NoSuchVertex { .. }));
             errors::graph(&e, context)

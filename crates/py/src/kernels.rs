@@ -117,7 +117,7 @@ pub(crate) fn stats(
     let budget = budget(memory.as_ref())?;
     let (pipeline, cancel, counter) = pipeline(&budget)?;
     let total = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let watch = Watch { cancel: &cancel, counter: &counter, total };
+    let watch = Watch { cancel: &cancel, counter: &counter, total, import: None };
     let r = wait::run(py, watch, progress.as_ref(), || {
         sluice_kernels::stats::stats(&path, &config, &pipeline, &budget)
     })?
@@ -178,7 +178,7 @@ pub(crate) fn grep(
     let budget = budget(memory.as_ref())?;
     let (pipeline, cancel, counter) = pipeline(&budget)?;
     let total = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let watch = Watch { cancel: &cancel, counter: &counter, total };
+    let watch = Watch { cancel: &cancel, counter: &counter, total, import: None };
     let (report, offsets) = wait::run(py, watch, progress.as_ref(), || {
         let mut offsets = Vec::new();
         let r = sluice_kernels::grep::grep_with(&path, &config, &pipeline, &budget, |m| {

@@ -8,6 +8,8 @@
 //!
 //! # Modules
 //! ```text
+//! bsp        sluice.bsp.exec: a Python function as an SPMD program (threads backend)
+//! columns    NumPy id/weight columns lent to the graph import in place (zero copy)
 //! errors     SluiceError and its subclasses; mapping from the library error types
 //! graph      sluice.Graph: open, import_ (files or NumPy arrays), the algorithms; kronecker
 //! kernels    sluice.stats, sluice.grep
@@ -19,6 +21,8 @@
 
 #![deny(unsafe_code)]
 
+mod bsp;
+mod columns;
 mod errors;
 mod graph;
 mod kernels;
@@ -43,5 +47,11 @@ fn sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transforms::Kmeans>()?;
     m.add_function(wrap_pyfunction!(transforms::kmeans, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::fft, m)?)?;
+    let bsp = PyModule::new(m.py(), "bsp")?;
+    bsp.add_function(wrap_pyfunction!(bsp::exec, &bsp)?)?;
+    bsp.add_class::<bsp::Context>()?;
+    m.add_submodule(&bsp)?;
+    // `import sluice.bsp` finds the submodule.
+    m.py().import("sys")?.getattr("modules")?.set_item("sluice.bsp", &bsp)?;
     Ok(())
 }

@@ -5,14 +5,17 @@
 //! 1. `kmeans` sets its parameters through the kernel's hint parser, as the CLI's flags, and runs
 //!    through [`crate::wait::run`] (GIL released, Ctrl-C cancels, progress in bytes).
 //! 2. `fft` copies the input once into the buffer the transform works in; that buffer becomes
-//!    the result array (no second copy). It runs with the GIL released.
+//!    the result array (no second copy). It runs through [`crate::wait::run`] (GIL released);
+//!    Ctrl-C sets the flag the FFT checks between its steps (`Fft::with_cancel`).
 //! 3. BSP failures are `BspError`; a bad length or process count is `InputError`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use numpy::{Complex64, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use sluice_kernels::fft::FftError;
+use sluice_kernels::fft::{Direction, FftError};
 use sluice_kernels::{Hinted, KmeansConfig, KmeansError};
 
 use crate::errors::{self, BspError, InputError};
@@ -99,7 +102,12 @@ pub(crate) fn kmeans(
     let (pipeline, cancel, counter) = pipeline(&budget)?;
     let file = std::fs::metadata(&path).map_or(0, |m| m.len());
     let passes = config.max_iter as u64 + 1;
-    let watch = Watch { cancel: &cancel, counter: &counter, total: file.saturating_mul(passes) };
+    let watch = Watch {
+        cancel: &cancel,
+        counter: &counter,
+        total: file.saturating_mul(passes),
+        import: None,
+    };
     let r = wait::run(py, watch, progress.as_ref(), || {
         sluice_kernels::kmeans::kmeans(&path, &config, &pipeline, &budget)
     })?
@@ -135,14 +143,19 @@ pub(crate) fn fft<'py>(
     // As the CLI: the BSP root's processors (SLUICE_BSP_MAX_P, else the hardware threads).
     let cores = sluice_bsp::ExecConfig::default().root_p() as usize;
     let p = procs.unwrap_or_else(|| sluice_kernels::fft::default_procs(n, cores));
-    let done = py.allow_threads(|| {
-        if inverse {
-            sluice_kernels::fft::ifft(&mut data, p)
-        } else {
-            sluice_kernels::fft::fft(&mut data, p)
-        }
-    });
+    // On a worker with the GIL released; Ctrl-C sets the flag the FFT checks between steps.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let counter = AtomicU64::new(0);
+    let watch = Watch { cancel: &cancel, counter: &counter, total: 0, import: None };
+    let direction = if inverse { Direction::Inverse } else { Direction::Forward };
+    let flag = cancel.clone();
+    let done = wait::run(py, watch, None, || {
+        sluice_kernels::fft::transform_cancellable(&mut data, p, direction, Some(flag))
+    })?;
     done.map_err(|e| match e {
+        FftError::Kernel(sluice_kernels::Error::Io(sluice_io::Error::Cancelled)) => {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err("fft: interrupted")
+        }
         FftError::Bsp(_) => BspError::new_err(errors::message(&e, Some("fft"))),
         _ => InputError::new_err(errors::message(&e, Some("fft"))),
     })?;

@@ -11,7 +11,9 @@
 //!    thread is left running, and the job's own error (`Cancelled`) is dropped.
 //! 3. Progress is a callable `progress(done, total)` (bytes read so far, bytes the call will read
 //!    about), called on the calling thread with the GIL held; `progress=True` shows a `tqdm` bar
-//!    when tqdm is installed and nothing otherwise.
+//!    when tqdm is installed and nothing otherwise. An import ([`Watch::import`]) calls
+//!    `progress(done, total, phase)` with the pass running ("vertices", "bucketing", "blocks",
+//!    None before and after), and the tqdm bar shows the pass as its description.
 //! 4. A panic on the worker becomes `pyo3_runtime.PanicException` (a bug, never a hang).
 //!
 //! # Threads and costs
@@ -38,6 +40,20 @@ pub(crate) struct Watch<'a> {
     pub(crate) counter: &'a AtomicU64,
     /// Bytes the call will read, about.
     pub(crate) total: u64,
+    /// An import's pass and bytes of in-memory edges read (rule 3).
+    pub(crate) import: Option<&'a sluice_graph::import::Progress>,
+}
+
+impl Watch<'_> {
+    /// Bytes done: the pipeline's counter and the in-memory edges read.
+    fn done(&self) -> u64 {
+        self.counter.load(Ordering::Relaxed) + self.import.map_or(0, |p| p.bytes())
+    }
+
+    /// The import's pass, as `Some(name)` (None between passes); `None` for other calls.
+    fn phase(&self) -> Option<Option<&'static str>> {
+        self.import.map(|p| p.phase().map(|ph| ph.name()))
+    }
 }
 
 /// The worker's "done" flag, set on every exit (a panic included) by its drop.
@@ -54,7 +70,7 @@ impl Drop for Done<'_> {
 enum Reporter<'py> {
     None,
     Callback(Bound<'py, PyAny>),
-    Tqdm { bar: Bound<'py, PyAny>, shown: u64 },
+    Tqdm { bar: Bound<'py, PyAny>, shown: u64, phase: Option<&'static str> },
 }
 
 impl<'py> Reporter<'py> {
@@ -71,14 +87,25 @@ impl<'py> Reporter<'py> {
         kw.set_item("total", total)?;
         kw.set_item("unit", "B")?;
         kw.set_item("unit_scale", true)?;
-        Ok(Reporter::Tqdm { bar: tqdm.getattr("tqdm")?.call((), Some(&kw))?, shown: 0 })
+        let bar = tqdm.getattr("tqdm")?.call((), Some(&kw))?;
+        Ok(Reporter::Tqdm { bar, shown: 0, phase: None })
     }
 
-    fn report(&mut self, done: u64, total: u64) -> PyResult<()> {
+    fn report(&mut self, watch: &Watch<'_>) -> PyResult<()> {
+        let (done, total) = (watch.done(), watch.total);
         match self {
             Reporter::None => Ok(()),
-            Reporter::Callback(f) => f.call1((done, total)).map(drop),
-            Reporter::Tqdm { bar, shown } => {
+            Reporter::Callback(f) => match watch.phase() {
+                Some(phase) => f.call1((done, total, phase)).map(drop),
+                None => f.call1((done, total)).map(drop),
+            },
+            Reporter::Tqdm { bar, shown, phase } => {
+                if let Some(now) = watch.phase().flatten() {
+                    if *phase != Some(now) {
+                        bar.call_method1("set_description", (now,))?;
+                        *phase = Some(now);
+                    }
+                }
                 let done = done.min(total);
                 if done > *shown {
                     bar.call_method1("update", (done - *shown,))?;
@@ -133,9 +160,7 @@ where
             if finished {
                 break;
             }
-            let checked = reporter
-                .report(watch.counter.load(Ordering::Relaxed), watch.total)
-                .and_then(|()| py.check_signals());
+            let checked = reporter.report(&watch).and_then(|()| py.check_signals());
             if let Err(e) = checked {
                 watch.cancel.store(true, Ordering::Relaxed);
                 stop = Some(e);
@@ -150,7 +175,7 @@ where
         }
     });
     let last = match &outcome {
-        Ok(_) => reporter.report(watch.counter.load(Ordering::Relaxed), watch.total),
+        Ok(_) => reporter.report(&watch),
         Err(_) => Ok(()),
     };
     let closed = reporter.close();

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -156,7 +157,11 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     }
     let bytes: u64 =
         a.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-    let progress = Progress::start("import", bytes * 2, true).finishing("writing the blocks");
+    let phase = Arc::new(sluice_graph::import::Progress::default());
+    opts.progress = Some(phase.clone());
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress = Progress::watch_import("import", bytes * 2, true, counter, Some(phase))
+        .finishing("writing the blocks");
     let pipeline = a.pipeline.builder(&budget)?.progress(progress.counter()).build()?;
     // With --ranks: import beside the target, then split it into the target.
     let target = match a.ranks {

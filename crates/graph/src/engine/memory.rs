@@ -85,6 +85,10 @@ impl Graph {
             .enumerate()
             .map(|(dp, (slice, bits))| {
                 let (mut changed, mut streamed, mut edges) = (0u64, 0u64, 0u64);
+                // Ctrl-C in a front end: the rest of the pass is skipped, the pass fails below.
+                if self.pipeline.cancel_requested() {
+                    return (changed, streamed, edges);
+                }
                 for &gi in &pass.grids {
                     let g = &self.grids[gi];
                     let Some((data, weights)) = &g.mem else { continue };
@@ -112,6 +116,9 @@ impl Graph {
                 (changed, streamed, edges)
             })
             .collect();
+        if self.pipeline.cancel_requested() {
+            return Err(sluice_io::Error::Cancelled.into());
+        }
         for (dp, c) in counts.iter().enumerate() {
             next.part_counts[dp] = c.0;
         }

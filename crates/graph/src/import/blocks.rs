@@ -36,7 +36,9 @@ pub(super) struct GridWritten {
 
 /// Writes grid `grid` (`fwd` or `rev`) into `dir` from its `buckets`, one per column group of
 /// `cols_per_group` partitions, deleting each bucket once read; the layout, weights and
-/// `simple` come from `meta`. Fills `degrees` when given.
+/// `simple` come from `meta`. Fills `degrees` when given. Stops with `Cancelled` once
+/// `cancelled` says so (checked per column group and every 4096 blocks).
+#[allow(clippy::too_many_arguments)] // the grid's inputs, each a different thing
 pub(super) fn write_grid(
     dir: &Path,
     grid: &str,
@@ -45,7 +47,9 @@ pub(super) fn write_grid(
     cols_per_group: u64,
     mut degrees: Option<Degrees<'_>>,
     budget: &Budget,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<GridWritten, Error> {
+    let stop = || if cancelled() { Err(Error::from(sluice_io::Error::Cancelled)) } else { Ok(()) };
     let p = meta.partitions;
     let psize = meta.partition_size;
     let weighted = meta.weighted;
@@ -63,6 +67,7 @@ pub(super) fn write_grid(
     let mut self_loops = 0u64;
     let mut block_counts = vec![0u64; nblocks];
     for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
+        stop()?;
         let _res = budget.reserve(
             &format!("sorting column group {g} of the {grid} grid"),
             bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
@@ -82,6 +87,9 @@ pub(super) fn write_grid(
         let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut wbuf: Vec<u8> = Vec::new();
         for bi in 0..gblocks {
+            if bi % 4096 == 4095 {
+                stop()?;
+            }
             let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
             let b = (dp * p + sp) as usize;
             let (keys, weights) = sorted.block(bi);

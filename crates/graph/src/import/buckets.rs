@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use sluice_io::Pipeline;
 
+use super::Progress;
 use super::describe::Source;
 use super::parse::RawEdges;
 use super::read::for_each_chunk;
@@ -106,9 +107,10 @@ pub(super) struct Route {
 
 /// Buckets every edge of `source`; returns the number of input edges.
 pub(super) fn bucket_edges(
-    source: &Source,
+    source: &Source<'_>,
     lookup: &Lookup,
     pipeline: &Pipeline,
+    progress: Option<&Progress>,
     buckets: &mut Buckets,
     route: &Route,
 ) -> Result<u64, Error> {
@@ -153,7 +155,7 @@ pub(super) fn bucket_edges(
             }
         }
     };
-    let res = for_each_chunk(source, pipeline, &per_chunk, &mut sink);
+    let res = for_each_chunk(source, pipeline, progress, &per_chunk, &mut sink);
     if let Some(e) = err {
         return Err(e);
     }

@@ -60,8 +60,10 @@ pub(super) enum Vertices {
 
 /// The input as the passes see it.
 #[derive(Debug, Clone)]
-pub(super) struct Source {
+pub(super) struct Source<'a> {
     pub(super) files: Vec<EdgeFile>,
+    /// Edges in memory, read instead of files (then `files` is empty).
+    pub(super) arrays: Option<super::EdgeArrays<'a>>,
     pub(super) directed: bool,
     pub(super) weighted: bool,
     pub(super) vertices: Vertices,
@@ -126,7 +128,7 @@ fn looks_weighted(path: &Path) -> std::io::Result<bool> {
 }
 
 /// Describes `inputs` read as `opts` say.
-pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Source, Error> {
+pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Source<'static>, Error> {
     let id_bytes = opts.id_bytes.unwrap_or(if opts.format == Format::Bin { 4 } else { 8 });
     if id_bytes != 4 && id_bytes != 8 {
         return Err(Error::BadIdBytes { bytes: id_bytes });
@@ -160,6 +162,7 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
             let weighted = first_data_fields(&files[0])? == Some(3);
             Ok(Source {
                 files,
+                arrays: None,
                 directed,
                 weighted,
                 vertices: Vertices::FromEdges,
@@ -181,6 +184,7 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
                 .collect();
             Ok(Source {
                 files,
+                arrays: None,
                 directed: opts.directed.unwrap_or(true),
                 weighted: opts.bin_weight != BinWeight::None,
                 vertices: Vertices::FromEdges,
@@ -240,7 +244,7 @@ fn describe_mtx(
     opts: &ImportOptions,
     id_max: u64,
     id_bytes: u8,
-) -> Result<Source, Error> {
+) -> Result<Source<'static>, Error> {
     let text = {
         let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let mut head = vec![0u8; 1 << 20];
@@ -336,6 +340,7 @@ fn describe_mtx(
         return Err(bad(line_no, &format!("a {}x{} matrix is too large: {e}", size.0, size.1)));
     }
     Ok(Source {
+        arrays: None,
         files: vec![EdgeFile {
             path: path.to_path_buf(),
             kind: FileKind::Text { style: TextStyle::Mtx, data_offset: offset as u64 },
@@ -427,7 +432,7 @@ fn describe_ldbc(
     opts: &ImportOptions,
     id_max: u64,
     id_bytes: u8,
-) -> Result<Source, Error> {
+) -> Result<Source<'static>, Error> {
     let (vfile, efile, directed, weighted) = if inputs.len() == 1 {
         let props = LdbcProperties::read(&inputs[0])?;
         let v = props.dir.join(props.get("vertex-file")?);
@@ -472,6 +477,7 @@ fn describe_ldbc(
         });
     };
     Ok(Source {
+        arrays: None,
         files: vec![EdgeFile {
             path: efile,
             kind: FileKind::Text { style: TextStyle::Ldbc, data_offset: 0 },

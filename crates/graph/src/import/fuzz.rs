@@ -26,7 +26,7 @@ pub fn parse_input(
         // A fixed budget: a vertex file declaring more ids than fit is an error, not an
         // allocation (issue 17, defects 10-11), and spills go to the system's temp folder.
         let budget = Budget::new(256 << 20)?;
-        vertices::collect_vertices(&source, pipeline, &budget, &std::env::temp_dir())?;
+        vertices::collect_vertices(&source, pipeline, None, &budget, &std::env::temp_dir())?;
     }
     let mut edges = 0;
     for f in source.files.iter().filter(|f| !f.gz) {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sluice_io::{Block, BlockKernel, Pipeline, Plan, RecordLayout};
 
+use super::Progress;
 use super::describe::{EdgeFile, FileKind, Source, TextStyle};
 use super::parse::{ParseFail, RawEdges, TextRules, parse_bin, parse_text};
 use crate::Error;
@@ -57,13 +58,18 @@ fn line_of(f: &EdgeFile, offset: u64) -> Result<u64, Error> {
 
 /// Runs `per_chunk` over every piece of every edge file, in stream order, with `sink`
 /// receiving each result on the calling thread. Plain files go through the block pipeline
-/// (parallel); gzip files are decompressed sequentially.
+/// (parallel); gzip files are decompressed sequentially; edges in memory are read in place
+/// ([`super::arrays`], their bytes added to `progress`).
 pub(super) fn for_each_chunk<T: Send>(
-    source: &Source,
+    source: &Source<'_>,
     pipeline: &Pipeline,
+    progress: Option<&Progress>,
     per_chunk: &PerChunk<'_, T>,
     sink: &mut dyn FnMut(T),
 ) -> Result<(), Error> {
+    if let Some(a) = &source.arrays {
+        return super::arrays::for_each_chunk(a, pipeline, progress, per_chunk, sink);
+    }
     for f in &source.files {
         let rules = TextRules {
             comment: match f.kind {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use sluice_io::{Budget, Pipeline, Reservation};
 
+use super::Progress;
 use super::describe::{Source, Vertices};
 use super::parse::{RawEdges, parse_u64, trim_cr};
 use super::read::for_each_chunk;
@@ -218,8 +219,9 @@ fn merge_runs(runs: &[(PathBuf, u64)], out: &Path) -> Result<u64, Error> {
 /// dimension, a vertex file) are reserved from `budget` before anything is allocated; ids
 /// collected from edges spill to `scratch` when they outgrow a quarter of the budget left.
 pub(super) fn collect_vertices(
-    source: &Source,
+    source: &Source<'_>,
     pipeline: &Pipeline,
+    progress: Option<&Progress>,
     budget: &Budget,
     scratch: &Path,
 ) -> Result<VertexIds, Error> {
@@ -280,7 +282,7 @@ pub(super) fn collect_vertices(
                 Ok(v)
             };
             let mut failed = None;
-            for_each_chunk(source, pipeline, &per_chunk, &mut |ids: Vec<u64>| {
+            for_each_chunk(source, pipeline, progress, &per_chunk, &mut |ids: Vec<u64>| {
                 if failed.is_none() {
                     failed = c.add(&ids).err();
                 }

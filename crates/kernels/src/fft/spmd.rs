@@ -218,6 +218,7 @@ impl LocalFft {
         ws: &mut Workspace,
         local: &mut [Complex64],
         out: &mut [&mut [Complex64]],
+        cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<(), FftError> {
         let (n, p) = (self.n, self.p);
         let (m, b) = (n / p, n / p / p);
@@ -232,10 +233,22 @@ impl LocalFft {
         // Step 1: z_s = FFT_m(x_s); `local` becomes garbage (rustfft uses it as scratch).
         self.fft_m.process_outofplace_with_scratch(local, &mut ws.z, &mut ws.scratch);
         // Step 2: process t gets block t of every z_s as its rows R[s] (one sync).
+        check_cancel(cancel)?;
         exchange(ctx, &ws.z, local, b)?;
+        check_cancel(cancel)?;
         // Step 3: y[k1 + m·k2] = Σ_r ω_p^{r·k2} · ω_n^{r·k1} · R[r][q], k1 = s·b + q.
         self.combine(s * b, local, &mut ws.tile, out);
         Ok(())
+    }
+}
+
+/// `Cancelled` once a front end's flag is set ([`super::Fft::with_cancel`]).
+pub(super) fn check_cancel(cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<(), FftError> {
+    match cancel {
+        Some(f) if f.load(std::sync::atomic::Ordering::Relaxed) => {
+            Err(crate::Error::from(sluice_io::Error::Cancelled).into())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -271,7 +284,7 @@ pub fn fft_spmd(
         |c, _, _, _| {
             let mut guard = cell.lock().unwrap_or_else(|e| e.into_inner());
             let (ws, local, out, result) = &mut *guard;
-            *result = Some(prologue(c, p).and_then(|()| plan.run_process(c, ws, local, out)));
+            *result = Some(prologue(c, p).and_then(|()| plan.run_process(c, ws, local, out, None)));
         },
         Args::none(),
     )?;
