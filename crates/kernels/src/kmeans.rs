@@ -61,12 +61,14 @@
 //! - `config`: [`KmeansConfig`], from fields or hints; [`Init`].
 //! - `init`: the first centres (rule 2).
 //! - `assign`: the hot loop: nearest centres of a tile, and a block's figures (rule 3).
+//! - `bounds`: Hamerly's bounds, which spare records the full assignment (exactly, rule 3).
 //! - `simd`: the instruction set chosen at run time (the crate's one `unsafe` module).
 //! - `kernel`: [`KmeansKernel`], [`BlockPartial`], and the fold with the update step (rules 4–5).
 //! - `tree`: a pass's figures in the canonical tree over blocks; stripes for ranks (rule 7).
 //! - `report`: [`KmeansReport`] and [`KmeansError`].
 
 mod assign;
+mod bounds;
 mod config;
 mod init;
 mod kernel;
@@ -172,7 +174,7 @@ pub fn kmeans(
         o.write_all(&sluice_io::npy_header("'<i4'", &[m.n], false)).map_err(write_err)?;
     }
     let mut failed = None;
-    let report = fit(&m, config, centres, stripe, pipeline, &mut Alone, |labels| {
+    let report = fit(&m, config, centres, stripe, pipeline, budget, &mut Alone, |labels| {
         if let (Some(o), None) = (out.as_mut(), &failed) {
             let bytes: Vec<u8> = labels.iter().flat_map(|j| j.to_le_bytes()).collect();
             failed = o.write_all(&bytes).err();
@@ -261,12 +263,14 @@ impl Combiner for Alone {
 
 /// Lloyd's iterations from `centres` over this process's `stripe` (rules 3–7), then the final
 /// assignment, whose labels (this stripe's, in order) go to `labels`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fit(
     m: &Matrix,
     config: &KmeansConfig,
     mut centres: Vec<f64>,
     stripe: tree::Stripe,
     pipeline: &Pipeline,
+    budget: &Budget,
     combiner: &mut impl Combiner,
     labels: impl FnMut(&[i32]),
 ) -> Result<KmeansReport, KmeansError> {
@@ -275,9 +279,13 @@ pub(crate) fn fit(
     let mut history = Vec::new();
     let mut tolerance = 0.0;
     let mut stop = Stop::MaxIter;
+    let records = stripe.len / m.record_bytes();
+    let store = bounds::BoundStore::new(records, budget);
+    let pass_bounds = |c: &[f64]| store.as_ref().map(|s| s.begin(c, d, scalar));
     for i in 0..config.max_iter {
         let start = Instant::now();
-        let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false);
+        let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false)
+            .with_bounds(pass_bounds(&centres));
         let local = tree::pass(m, stripe, kernel, pipeline, k, |_| {});
         if let Ok(l) = &local {
             run.merge(&l.run);
@@ -295,7 +303,8 @@ pub(crate) fn fit(
         let unchanged = next == centres;
         centres = next;
         let seconds = start.elapsed().as_secs_f64();
-        history.push(Iteration { inertia, shift, relocated, seconds });
+        let assigned = store.as_ref().map_or(records, |s| s.assigned());
+        history.push(Iteration { inertia, shift, relocated, assigned, seconds });
         if unchanged {
             stop = Stop::Unchanged;
             break;
@@ -306,7 +315,8 @@ pub(crate) fn fit(
         }
     }
     // The final assignment (rule 6): labels, counts and inertia against the final centres.
-    let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true);
+    let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true)
+        .with_bounds(pass_bounds(&centres));
     let local = tree::pass(m, stripe, kernel, pipeline, k, labels);
     if let Ok(l) = &local {
         run.merge(&l.run);
