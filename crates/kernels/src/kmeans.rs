@@ -62,6 +62,7 @@
 //! - `init`: the first centres (rule 2).
 //! - `assign`: the hot loop: nearest centres of a tile, and a block's figures (rule 3).
 //! - `bounds`: Hamerly's bounds, which spare records the full assignment (exactly, rule 3).
+//! - `resident`: a stripe that fits the budget, kept in memory after the first pass.
 //! - `simd`: the instruction set chosen at run time (the crate's one `unsafe` module).
 //! - `kernel`: [`KmeansKernel`], [`BlockPartial`], and the fold with the update step (rules 4–5).
 //! - `tree`: a pass's figures in the canonical tree over blocks; stripes for ranks (rule 7).
@@ -73,6 +74,7 @@ mod config;
 mod init;
 mod kernel;
 mod report;
+mod resident;
 mod simd;
 mod tree;
 
@@ -281,12 +283,13 @@ pub(crate) fn fit(
     let mut stop = Stop::MaxIter;
     let records = stripe.len / m.record_bytes();
     let store = bounds::BoundStore::new(records, budget);
+    let mut resident = resident::Resident::new(stripe.len, budget);
     let pass_bounds = |c: &[f64]| store.as_ref().map(|s| s.begin(c, d, scalar));
     for i in 0..config.max_iter {
         let start = Instant::now();
         let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false)
             .with_bounds(pass_bounds(&centres));
-        let local = tree::pass(m, stripe, kernel, pipeline, k, |_| {});
+        let local = tree::pass(m, stripe, kernel, pipeline, k, resident.as_mut(), |_| {});
         if let Ok(l) = &local {
             run.merge(&l.run);
         }
@@ -317,7 +320,7 @@ pub(crate) fn fit(
     // The final assignment (rule 6): labels, counts and inertia against the final centres.
     let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true)
         .with_bounds(pass_bounds(&centres));
-    let local = tree::pass(m, stripe, kernel, pipeline, k, labels);
+    let local = tree::pass(m, stripe, kernel, pipeline, k, resident.as_mut(), labels);
     if let Ok(l) = &local {
         run.merge(&l.run);
     }

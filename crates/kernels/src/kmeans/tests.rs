@@ -324,7 +324,7 @@ fn near_ties(rng: &mut StdRng, d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 #[test]
-fn bounds_give_the_labels_and_bits_of_the_full_assignment() {
+fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(13);
     let (d, k) = (3, 9);
@@ -339,13 +339,19 @@ fn bounds_give_the_labels_and_bits_of_the_full_assignment() {
             let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
             let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
             bounds::OFF.with(|o| o.set(off));
+            resident::OFF.with(|o| o.set(off));
             let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
             bounds::OFF.with(|o| o.set(false));
+            resident::OFF.with(|o| o.set(false));
             (r, read_labels(&dir.path().join(labels)))
         };
+        // Plain Lloyd streaming every pass, against bounds with the data kept in memory.
         let (full, full_labels) = run(true, "full.npy");
         let (fast, fast_labels) = run(false, "fast.npy");
         assert!(full.history.iter().all(|h| h.assigned == n as u64), "{scalar:?}");
+        let passes = full.history.len() as u64 + 1;
+        assert_eq!(full.run.bytes_read, passes * x.len() as u64 * dtype.itemsize() as u64);
+        assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
         // The bounds must have spared most records once the centres settle, or this test
         // tests nothing.
         let spared = fast.history.last().unwrap().assigned;
