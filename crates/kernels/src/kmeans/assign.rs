@@ -91,11 +91,11 @@ pub(super) struct Want {
 /// are assigned in full in tiles of `P`, then the window's figures are added in file order.
 const WINDOW: usize = 512;
 
-/// `(‖x − c‖², ‖x‖²)` in f64 of the record bytes `r` against `c`, adding `x` to `sums` if
-/// `ADD`: four lanes of partial sums combined as `(l₀ + l₁) + (l₂ + l₃)`, then the tail in
+/// `(‖x − c‖², ‖x‖²)` in f64 of the record bytes `r` against `c` (zeros unless `DIST`),
+/// adding `x` to `sums` if `ADD`: four lanes of partial sums combined as `(l₀ + l₁) + (l₂ + l₃)`, then the tail in
 /// order (the same bits on every path: no fused operations).
 #[inline(always)]
-pub(super) fn row<T: Float, const BIG: bool, const ADD: bool>(
+pub(super) fn row<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
     r: &[u8],
     c: &[f64],
     sums: &mut [f64],
@@ -111,9 +111,11 @@ pub(super) fn row<T: Float, const BIG: bool, const ADD: bool>(
             x[l] = T::load::<BIG>(b).to_f64();
         }
         for l in 0..4 {
-            let e = x[l] - cq[l];
-            dd[l] += e * e;
-            xx[l] += x[l] * x[l];
+            if DIST {
+                let e = x[l] - cq[l];
+                dd[l] += e * e;
+                xx[l] += x[l] * x[l];
+            }
         }
         if ADD {
             let s = &mut sums[4 * i..4 * i + 4];
@@ -126,8 +128,10 @@ pub(super) fn row<T: Float, const BIG: bool, const ADD: bool>(
     let mut norm = (xx[0] + xx[1]) + (xx[2] + xx[3]);
     for (f, (b, &c)) in rt.chunks_exact(T::SIZE).zip(ct).enumerate() {
         let x = T::load::<BIG>(b).to_f64();
-        dist += (x - c) * (x - c);
-        norm += x * x;
+        if DIST {
+            dist += (x - c) * (x - c);
+            norm += x * x;
+        }
         if ADD {
             sums[body + f] += x;
         }
@@ -137,14 +141,14 @@ pub(super) fn row<T: Float, const BIG: bool, const ADD: bool>(
 
 /// [`row`], by the AVX2 code where there is a proof of it (the same bits).
 #[inline(always)]
-fn row_on<T: Float, const BIG: bool, const ADD: bool>(
+fn row_on<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
     avx2: Option<Avx2Fma>,
     r: &[u8],
     c: &[f64],
     sums: &mut [f64],
 ) -> (f64, f64) {
-    avx2.and_then(|a| row_avx2::<T, BIG, ADD>(a, r, c, sums))
-        .unwrap_or_else(|| row::<T, BIG, ADD>(r, c, sums))
+    avx2.and_then(|a| row_avx2::<T, BIG, ADD, DIST>(a, r, c, sums))
+        .unwrap_or_else(|| row::<T, BIG, ADD, DIST>(r, c, sums))
 }
 
 /// Runs one block of whole records (`data`, record `first` onwards) against the centres:
@@ -193,7 +197,7 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
                 let a = state.label[i] as usize;
                 let r = &data[i * rec..(i + 1) * rec];
                 let (dist, xx) =
-                    row_on::<T, BIG, false>(avx2, r, &c64[a * d..(a + 1) * d], &mut []);
+                    row_on::<T, BIG, false, true>(avx2, r, &c64[a * d..(a + 1) * d], &mut []);
                 if let Some(l) = pass.keeps(state.lower[i], a, dist, xx) {
                     state.lower[i] = l;
                     (lab[i - w0], value[i - w0], kept[i - w0]) = (a as u32, dist, true);
@@ -239,15 +243,15 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
             let c = &c64[j * d..(j + 1) * d];
             let dist = if kept[o] {
                 if want.update {
-                    // The sums (the distance is the bound test's, the same bits).
-                    row_on::<T, BIG, true>(avx2, r, c, s);
+                    // The sums only (the distance is the bound test's, the same bits).
+                    row_on::<T, BIG, true, false>(avx2, r, c, s);
                 }
                 value[o]
             } else {
                 let (dist, xx) = if want.update {
-                    row_on::<T, BIG, true>(avx2, r, c, s)
+                    row_on::<T, BIG, true, true>(avx2, r, c, s)
                 } else {
-                    row_on::<T, BIG, false>(avx2, r, c, s)
+                    row_on::<T, BIG, false, true>(avx2, r, c, s)
                 };
                 if let Some((pass, state, _)) = bounds.as_mut() {
                     state.lower[i] = pass.fresh(value[o], xx);

@@ -230,7 +230,7 @@ tile!(tile_f32, f32, 8, __m256, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_p
 /// of separate multiplies and adds, the same combination and tail, so the same bits. `None`
 /// for big-endian records.
 #[inline(always)]
-pub(super) fn row_avx2<T: Float, const BIG: bool, const ADD: bool>(
+pub(super) fn row_avx2<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
     _proof: Avx2Fma,
     r: &[u8],
     c: &[f64],
@@ -246,7 +246,11 @@ pub(super) fn row_avx2<T: Float, const BIG: bool, const ADD: bool>(
         // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; `r` holds
         // `d` values of `T` (checked above), `c` `d`, and `sums` `d` where `ADD`.
         return Some(unsafe {
-            if T::SIZE == 8 { row_f64::<ADD>(r.as_ptr(), c, s) } else { row_f32::<ADD>(r.as_ptr(), c, s) }
+            if T::SIZE == 8 {
+                row_f64::<ADD, DIST>(r.as_ptr(), c, s)
+            } else {
+                row_f32::<ADD, DIST>(r.as_ptr(), c, s)
+            }
         });
     }
     #[allow(unreachable_code)]
@@ -259,7 +263,11 @@ macro_rules! row {
         /// AVX2; `r` holds `c.len()` values of the type, `sums` `c.len()` where `ADD`.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn $name<const ADD: bool>(r: *const u8, c: &[f64], sums: *mut f64) -> (f64, f64) {
+        unsafe fn $name<const ADD: bool, const DIST: bool>(
+            r: *const u8,
+            c: &[f64],
+            sums: *mut f64,
+        ) -> (f64, f64) {
             use std::arch::x86_64::*;
             const SIZE: usize = std::mem::size_of::<$t>();
             let d = c.len();
@@ -272,9 +280,11 @@ macro_rules! row {
                 unsafe {
                     let $p = r.add(f * SIZE);
                     let x = $load4;
-                    let e = _mm256_sub_pd(x, _mm256_loadu_pd(c.as_ptr().add(f)));
-                    dd = _mm256_add_pd(dd, _mm256_mul_pd(e, e));
-                    xx = _mm256_add_pd(xx, _mm256_mul_pd(x, x));
+                    if DIST {
+                        let e = _mm256_sub_pd(x, _mm256_loadu_pd(c.as_ptr().add(f)));
+                        dd = _mm256_add_pd(dd, _mm256_mul_pd(e, e));
+                        xx = _mm256_add_pd(xx, _mm256_mul_pd(x, x));
+                    }
                     if ADD {
                         let s = sums.add(f);
                         _mm256_storeu_pd(s, _mm256_add_pd(_mm256_loadu_pd(s), x));
@@ -293,8 +303,10 @@ macro_rules! row {
             for f in body..d {
                 // SAFETY: value `f < d` of `r`, `c` and `sums`.
                 let x = f64::from(unsafe { r.add(f * SIZE).cast::<$t>().read_unaligned() });
-                dist += (x - c[f]) * (x - c[f]);
-                norm += x * x;
+                if DIST {
+                    dist += (x - c[f]) * (x - c[f]);
+                    norm += x * x;
+                }
                 if ADD {
                     // SAFETY: as above.
                     unsafe { *sums.add(f) += x };

@@ -419,12 +419,12 @@ fn the_avx2_row_gives_the_portable_bits() {
         let b32: Vec<u8> = x.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect();
         let start: Vec<f64> = (0..d).map(|_| rng.gen_range(-1e6..1e6)).collect();
         let (mut s1, mut s2) = (start.clone(), start.clone());
-        let a = assign::row::<f64, false, true>(&b64, &c, &mut s1);
-        let b = simd::row_avx2::<f64, false, true>(proof, &b64, &c, &mut s2).unwrap();
+        let a = assign::row::<f64, false, true, true>(&b64, &c, &mut s1);
+        let b = simd::row_avx2::<f64, false, true, true>(proof, &b64, &c, &mut s2).unwrap();
         assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "f64 d={d}");
         assert_eq!(s1, s2);
-        let a = assign::row::<f32, false, true>(&b32, &c, &mut s1);
-        let b = simd::row_avx2::<f32, false, true>(proof, &b32, &c, &mut s2).unwrap();
+        let a = assign::row::<f32, false, true, true>(&b32, &c, &mut s1);
+        let b = simd::row_avx2::<f32, false, true, true>(proof, &b32, &c, &mut s2).unwrap();
         assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "f32 d={d}");
         assert_eq!(s1, s2);
     }
