@@ -22,6 +22,8 @@
 //! 3. Assignment: each record goes to the first centre with the smallest
 //!    `‖c‖² − 2x·c`, computed in the data's type (scikit-learn's expansion; `‖x‖²` is constant
 //!    per record). Labels match scikit-learn's except at near-ties within rounding.
+//!    Hamerly's bounds (`bounds.rs`) spare the records whose label cannot change, with a margin
+//!    for every rounding: the labels, and so every figure, are those of the full assignment.
 //! 4. Empty clusters, after the assignment pass (scikit-learn's `_relocate_empty_clusters`):
 //!    if some clusters are empty and some record is at a positive distance from its centre,
 //!    the empty clusters, in increasing id, take the records farthest from their centres
@@ -50,7 +52,9 @@
 //!    assignment (fused multiply-adds on AVX2+FMA machines, see `simd.rs`).
 //! 8. Memory: the centres, the fold and the per-block partials in flight
 //!    (`(2 + 2·cores) × k × (2d + 4) × 8` bytes) and the k-means++ sample are reserved from the
-//!    budget before they are allocated; labels are written as they come, never held.
+//!    budget before they are allocated; labels are written as they come, never held. Where the
+//!    budget allows (else without them): 12 bytes per record for the bounds, and a copy of the
+//!    data, replayed from memory after the first pass (`resident.rs`).
 //!
 //! # Threads and costs
 //! Per pass: `n·k·d` multiply-adds in the assignment (tiles of 16 f64 or 32 f32 records, see

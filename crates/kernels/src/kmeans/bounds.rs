@@ -169,7 +169,9 @@ impl PassBounds {
     pub(super) fn take(&self, first: u64, records: usize) -> (BlockBounds, bool) {
         let got = self.store.blocks.lock().unwrap_or_else(PoisonError::into_inner).remove(&first);
         match got {
-            Some(b) if self.other.is_some() && b.pass + 1 == self.pass && b.label.len() == records => {
+            Some(b)
+                if self.other.is_some() && b.pass + 1 == self.pass && b.label.len() == records =>
+            {
                 (b, true)
             }
             _ => (

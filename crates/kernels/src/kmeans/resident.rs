@@ -88,7 +88,8 @@ impl Resident {
             p
         };
         let stats = run(&Recording(&record), sink)?;
-        let mut blocks = std::mem::take(&mut *filling.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut blocks =
+            std::mem::take(&mut *filling.lock().unwrap_or_else(PoisonError::into_inner));
         blocks.sort_by_key(|b| (b.stream_offset, !b.is_seam));
         self.full = Some((blocks, stats.compute_busy_seconds.len().max(1)));
         Ok(stats)
@@ -104,7 +105,6 @@ impl BlockKernel for Recording<'_> {
         (self.0)(block)
     }
 }
-
 
 /// Rule 3: the kept blocks through `kernel` on `workers` threads, partials to `sink` in order.
 fn replay(

@@ -220,11 +220,32 @@ macro_rules! tile {
     };
 }
 
-
-tile!(tile_f64, f64, 4, __m256d, _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd,
-    _mm256_fmadd_pd, _mm256_cmp_pd, _mm256_blendv_pd, _mm256_min_pd);
-tile!(tile_f32, f32, 8, __m256, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_ps,
-    _mm256_fmadd_ps, _mm256_cmp_ps, _mm256_blendv_ps, _mm256_min_ps);
+tile!(
+    tile_f64,
+    f64,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_fmadd_pd,
+    _mm256_cmp_pd,
+    _mm256_blendv_pd,
+    _mm256_min_pd
+);
+tile!(
+    tile_f32,
+    f32,
+    8,
+    __m256,
+    _mm256_set1_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_fmadd_ps,
+    _mm256_cmp_ps,
+    _mm256_blendv_ps,
+    _mm256_min_ps
+);
 
 /// `super::assign::row` for little-endian records, hand-written for AVX2: the same four lanes
 /// of separate multiplies and adds, the same combination and tail, so the same bits. `None`
