@@ -22,6 +22,8 @@
 //! 3. Assignment: each record goes to the first centre with the smallest
 //!    `‖c‖² − 2x·c`, computed in the data's type (scikit-learn's expansion; `‖x‖²` is constant
 //!    per record). Labels match scikit-learn's except at near-ties within rounding.
+//!    Hamerly's bounds (`bounds.rs`) spare the records whose label cannot change, with a margin
+//!    for every rounding: the labels, and so every figure, are those of the full assignment.
 //! 4. Empty clusters, after the assignment pass (scikit-learn's `_relocate_empty_clusters`):
 //!    if some clusters are empty and some record is at a positive distance from its centre,
 //!    the empty clusters, in increasing id, take the records farthest from their centres
@@ -50,7 +52,9 @@
 //!    assignment (fused multiply-adds on AVX2+FMA machines, see `simd.rs`).
 //! 8. Memory: the centres, the fold and the per-block partials in flight
 //!    (`(2 + 2·cores) × k × (2d + 4) × 8` bytes) and the k-means++ sample are reserved from the
-//!    budget before they are allocated; labels are written as they come, never held.
+//!    budget before they are allocated; labels are written as they come, never held. Where the
+//!    budget allows (else without them): 12 bytes per record for the bounds, and a copy of the
+//!    data, replayed from memory after the first pass (`resident.rs`).
 //!
 //! # Threads and costs
 //! Per pass: `n·k·d` multiply-adds in the assignment (tiles of 16 f64 or 32 f32 records, see
@@ -61,16 +65,20 @@
 //! - `config`: [`KmeansConfig`], from fields or hints; [`Init`].
 //! - `init`: the first centres (rule 2).
 //! - `assign`: the hot loop: nearest centres of a tile, and a block's figures (rule 3).
+//! - `bounds`: Hamerly's bounds, which spare records the full assignment (exactly, rule 3).
+//! - `resident`: a stripe that fits the budget, kept in memory after the first pass.
 //! - `simd`: the instruction set chosen at run time (the crate's one `unsafe` module).
 //! - `kernel`: [`KmeansKernel`], [`BlockPartial`], and the fold with the update step (rules 4–5).
 //! - `tree`: a pass's figures in the canonical tree over blocks; stripes for ranks (rule 7).
 //! - `report`: [`KmeansReport`] and [`KmeansError`].
 
 mod assign;
+mod bounds;
 mod config;
 mod init;
 mod kernel;
 mod report;
+mod resident;
 mod simd;
 mod tree;
 
@@ -172,7 +180,7 @@ pub fn kmeans(
         o.write_all(&sluice_io::npy_header("'<i4'", &[m.n], false)).map_err(write_err)?;
     }
     let mut failed = None;
-    let report = fit(&m, config, centres, stripe, pipeline, &mut Alone, |labels| {
+    let report = fit(&m, config, centres, stripe, pipeline, budget, &mut Alone, |labels| {
         if let (Some(o), None) = (out.as_mut(), &failed) {
             let bytes: Vec<u8> = labels.iter().flat_map(|j| j.to_le_bytes()).collect();
             failed = o.write_all(&bytes).err();
@@ -261,12 +269,14 @@ impl Combiner for Alone {
 
 /// Lloyd's iterations from `centres` over this process's `stripe` (rules 3–7), then the final
 /// assignment, whose labels (this stripe's, in order) go to `labels`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fit(
     m: &Matrix,
     config: &KmeansConfig,
     mut centres: Vec<f64>,
     stripe: tree::Stripe,
     pipeline: &Pipeline,
+    budget: &Budget,
     combiner: &mut impl Combiner,
     labels: impl FnMut(&[i32]),
 ) -> Result<KmeansReport, KmeansError> {
@@ -275,10 +285,15 @@ pub(crate) fn fit(
     let mut history = Vec::new();
     let mut tolerance = 0.0;
     let mut stop = Stop::MaxIter;
+    let records = stripe.len / m.record_bytes();
+    let store = bounds::BoundStore::new(records, budget);
+    let mut resident = resident::Resident::new(stripe.len, budget);
+    let pass_bounds = |c: &[f64]| store.as_ref().map(|s| s.begin(c, d, scalar));
     for i in 0..config.max_iter {
         let start = Instant::now();
-        let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false);
-        let local = tree::pass(m, stripe, kernel, pipeline, k, |_| {});
+        let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false)
+            .with_bounds(pass_bounds(&centres));
+        let local = tree::pass(m, stripe, kernel, pipeline, k, resident.as_mut(), |_| {});
         if let Ok(l) = &local {
             run.merge(&l.run);
         }
@@ -295,7 +310,8 @@ pub(crate) fn fit(
         let unchanged = next == centres;
         centres = next;
         let seconds = start.elapsed().as_secs_f64();
-        history.push(Iteration { inertia, shift, relocated, seconds });
+        let assigned = store.as_ref().map_or(records, |s| s.assigned());
+        history.push(Iteration { inertia, shift, relocated, assigned, seconds });
         if unchanged {
             stop = Stop::Unchanged;
             break;
@@ -306,8 +322,9 @@ pub(crate) fn fit(
         }
     }
     // The final assignment (rule 6): labels, counts and inertia against the final centres.
-    let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true);
-    let local = tree::pass(m, stripe, kernel, pipeline, k, labels);
+    let kernel = KmeansKernel::new(m.info.dtype, d, &centres, false, true)
+        .with_bounds(pass_bounds(&centres));
+    let local = tree::pass(m, stripe, kernel, pipeline, k, resident.as_mut(), labels);
     if let Ok(l) = &local {
         run.merge(&l.run);
     }

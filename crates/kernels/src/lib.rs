@@ -66,7 +66,9 @@
 //!   kmeans/config.rs   KmeansConfig and Init, from fields or hints
 //!   kmeans/init.rs     initial centres: a file, or k-means++ on a seeded sample
 //!   kmeans/assign.rs   the assignment loop (nearest centre by ||c||² − 2x·c)
-//!   kmeans/simd.rs*    the AVX2+FMA version of that loop, chosen at run time
+//!   kmeans/bounds.rs   Hamerly's bounds: records that keep their labels skip the loop, exactly
+//!   kmeans/resident.rs a stripe that fits the budget, replayed from memory after pass one
+//!   kmeans/simd.rs*    the AVX2+FMA version of that loop (and a hand-written tile), at run time
 //!   kmeans/kernel.rs   the block kernel, per-block sums, farthest records, the update step
 //!   kmeans/tree.rs     a pass's sums in the canonical block tree; rank stripes (dist too)
 //!   kmeans/report.rs   KmeansReport, the centres file, KmeansError

@@ -9,21 +9,27 @@
 //! does not change the argmin. `FMA` picks fused multiply-adds (only where the CPU has them:
 //! `simd.rs` compiles this code for AVX2+FMA and dispatches at run time).
 
+use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float};
+use super::simd::{Avx2Fma, nearest_avx2, row_avx2};
 
 /// Labels of the `P` records of a transposed tile `xt` (`d` rows of `P`): the first centre
 /// with the smallest `‖c‖² − 2x·c`. `m2c` is `k × d` (row `j` is `−2c_j`), `norms` is `‖c_j‖²`.
 #[inline(always)]
-pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
+pub(super) fn nearest<T: Float, const P: usize, const FMA: bool, const SECOND: bool>(
     xt: &[[T; P]],
     m2c: &[T],
     norms: &[T],
     labels: &mut [u32; P],
+    second: &mut [T; P],
 ) {
     let d = xt.len();
     let k = norms.len();
     debug_assert_eq!(m2c.len(), k * d);
     let mut best = [T::INFINITY; P];
+    // The second smallest over the centres but the chosen one (for `SECOND`, the bounds of
+    // `bounds.rs`): `min(second, max(best, acc))` before `best` takes `acc`.
+    let mut sec = [T::INFINITY; P];
     // Labels ride in lanes of the same width as the distances, so that one compare mask
     // blends both (no repacking of masks); `j` is exact in T for k ≤ 2²⁴ (checked by `kmeans`).
     let mut lab = [T::ZERO; P];
@@ -32,9 +38,13 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
             acc[l] = if FMA { x[l].fused(c, acc[l]) } else { x[l].mul(c).add(acc[l]) };
         }
     };
-    let keep = |best: &mut [T; P], lab: &mut [T; P], acc: &[T; P], j: T| {
+    let keep = |best: &mut [T; P], lab: &mut [T; P], sec: &mut [T; P], acc: &[T; P], j: T| {
         // In centre order, strict `<`: the first smallest wins, as in scikit-learn.
         for l in 0..P {
+            if SECOND {
+                let hi = if acc[l] < best[l] { best[l] } else { acc[l] };
+                sec[l] = if hi < sec[l] { hi } else { sec[l] };
+            }
             let better = acc[l] < best[l];
             best[l] = if better { acc[l] } else { best[l] };
             lab[l] = if better { j } else { lab[l] };
@@ -49,8 +59,8 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
             step(&mut a0, x, c0);
             step(&mut a1, x, c1);
         }
-        keep(&mut best, &mut lab, &a0, T::from_f64(j as f64));
-        keep(&mut best, &mut lab, &a1, T::from_f64((j + 1) as f64));
+        keep(&mut best, &mut lab, &mut sec, &a0, T::from_f64(j as f64));
+        keep(&mut best, &mut lab, &mut sec, &a1, T::from_f64((j + 1) as f64));
         j += 2;
     }
     if j < k {
@@ -58,10 +68,13 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool>(
         for (x, &c0) in xt.iter().zip(&m2c[j * d..(j + 1) * d]) {
             step(&mut a0, x, c0);
         }
-        keep(&mut best, &mut lab, &a0, T::from_f64(j as f64));
+        keep(&mut best, &mut lab, &mut sec, &a0, T::from_f64(j as f64));
     }
     for l in 0..P {
         labels[l] = lab[l].to_f64() as u32;
+    }
+    if SECOND {
+        *second = sec;
     }
 }
 
@@ -74,8 +87,75 @@ pub(super) struct Want {
     pub(super) labels: bool,
 }
 
+/// Records per window: a window's records are tested against their bounds, those that fail
+/// are assigned in full in tiles of `P`, then the window's figures are added in file order.
+const WINDOW: usize = 512;
+
+/// `(‖x − c‖², ‖x‖²)` in f64 of the record bytes `r` against `c` (zeros unless `DIST`),
+/// adding `x` to `sums` if `ADD`: four lanes of partial sums combined as `(l₀ + l₁) + (l₂ + l₃)`, then the tail in
+/// order (the same bits on every path: no fused operations).
+#[inline(always)]
+pub(super) fn row<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
+    r: &[u8],
+    c: &[f64],
+    sums: &mut [f64],
+) -> (f64, f64) {
+    let body = c.len() / 4 * 4;
+    let (rb, rt) = r.split_at(body * T::SIZE);
+    let (cb, ct) = c.split_at(body);
+    let mut dd = [0.0f64; 4];
+    let mut xx = [0.0f64; 4];
+    for (i, (rq, cq)) in rb.chunks_exact(4 * T::SIZE).zip(cb.chunks_exact(4)).enumerate() {
+        let mut x = [0.0; 4];
+        for (l, b) in rq.chunks_exact(T::SIZE).enumerate() {
+            x[l] = T::load::<BIG>(b).to_f64();
+        }
+        for l in 0..4 {
+            if DIST {
+                let e = x[l] - cq[l];
+                dd[l] += e * e;
+                xx[l] += x[l] * x[l];
+            }
+        }
+        if ADD {
+            let s = &mut sums[4 * i..4 * i + 4];
+            for l in 0..4 {
+                s[l] += x[l];
+            }
+        }
+    }
+    let mut dist = (dd[0] + dd[1]) + (dd[2] + dd[3]);
+    let mut norm = (xx[0] + xx[1]) + (xx[2] + xx[3]);
+    for (f, (b, &c)) in rt.chunks_exact(T::SIZE).zip(ct).enumerate() {
+        let x = T::load::<BIG>(b).to_f64();
+        if DIST {
+            dist += (x - c) * (x - c);
+            norm += x * x;
+        }
+        if ADD {
+            sums[body + f] += x;
+        }
+    }
+    (dist, norm)
+}
+
+/// [`row`], by the AVX2 code where there is a proof of it (the same bits).
+#[inline(always)]
+fn row_on<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
+    avx2: Option<Avx2Fma>,
+    r: &[u8],
+    c: &[f64],
+    sums: &mut [f64],
+) -> (f64, f64) {
+    avx2.and_then(|a| row_avx2::<T, BIG, ADD, DIST>(a, r, c, sums))
+        .unwrap_or_else(|| row::<T, BIG, ADD, DIST>(r, c, sums))
+}
+
 /// Runs one block of whole records (`data`, record `first` onwards) against the centres:
-/// `c64` the centres as f64 (`k × d`), `m2c`/`norms` as for [`nearest`].
+/// `c64` the centres as f64 (`k × d`), `m2c`/`norms` as for [`nearest`]. With `bounds` (the
+/// pass's, the block's state, and whether that state is the last pass's), records whose
+/// bounds hold keep their labels (`bounds.rs`), and every record's state is refreshed.
+/// Returns how many records were assigned in full.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA: bool>(
@@ -86,64 +166,122 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
     m2c: &[T],
     norms: &[T],
     want: Want,
+    mut bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
+    avx2: Option<Avx2Fma>,
     partial: &mut BlockPartial,
-) {
+) -> u64 {
     let rec = d * T::SIZE;
+    let mut assigned = 0;
+    let records = data.len() / rec;
     let mut xt = vec![[T::ZERO; P]; d];
-    let mut labels = [0u32; P];
-    let mut index = first;
+    let mut tile_labels = [0u32; P];
+    let mut tile_second = [T::ZERO; P];
+    let mut lab = [0u32; WINDOW];
+    // A kept record's direct distance, or a recomputed one's second smallest expansion.
+    let mut value = [0.0f64; WINDOW];
+    let mut kept = [false; WINDOW];
+    let mut pending = Vec::with_capacity(WINDOW);
     // Locals, not fields of `partial`: stores through them cannot alias its other fields, so
     // the compiler keeps pointers and the inertia in registers.
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
     let mut inertia = 0.0;
     let mut far_threshold = partial.far.threshold();
-    for tile in data.chunks(P * rec) {
-        let m = tile.len() / rec;
-        for (l, r) in tile.chunks_exact(rec).enumerate() {
-            for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
-                x[l] = T::load::<BIG>(b);
+    for w0 in (0..records).step_by(WINDOW) {
+        let w1 = (w0 + WINDOW).min(records);
+        pending.clear();
+        // The bounds test.
+        for i in w0..w1 {
+            kept[i - w0] = false;
+            if let Some((pass, state, true)) = bounds.as_mut() {
+                let a = state.label[i] as usize;
+                let r = &data[i * rec..(i + 1) * rec];
+                let (dist, xx) =
+                    row_on::<T, BIG, false, true>(avx2, r, &c64[a * d..(a + 1) * d], &mut []);
+                if let Some(l) = pass.keeps(state.lower[i], a, dist, xx) {
+                    state.lower[i] = l;
+                    (lab[i - w0], value[i - w0], kept[i - w0]) = (a as u32, dist, true);
+                    continue;
+                }
+            }
+            pending.push(i);
+        }
+        // The full assignment of the others.
+        assigned += pending.len() as u64;
+        for tile in pending.chunks(P) {
+            for (l, &i) in tile.iter().enumerate() {
+                let r = &data[i * rec..(i + 1) * rec];
+                for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+                    x[l] = T::load::<BIG>(b);
+                }
+            }
+            let (l, s) = (&mut tile_labels, &mut tile_second);
+            let done = match (avx2, bounds.is_some()) {
+                (Some(a), true) => nearest_avx2::<T, P, true>(a, &xt, m2c, norms, l, s),
+                (Some(a), false) => nearest_avx2::<T, P, false>(a, &xt, m2c, norms, l, s),
+                (None, _) => false,
+            };
+            if !done && bounds.is_some() {
+                nearest::<T, P, FMA, true>(&xt, m2c, norms, l, s);
+            } else if !done {
+                nearest::<T, P, FMA, false>(&xt, m2c, norms, l, s);
+            }
+            for (l, &i) in tile.iter().enumerate() {
+                (lab[i - w0], value[i - w0]) = (tile_labels[l], tile_second[l].to_f64());
             }
         }
-        nearest::<T, P, FMA>(&xt, m2c, norms, &mut labels);
-        let threshold = if want.update { far_threshold } else { f64::INFINITY };
-        for (l, r) in tile.chunks_exact(rec).enumerate() {
-            let j = labels[l] as usize;
+        // The figures, in file order.
+        for i in w0..w1 {
+            let o = i - w0;
+            let j = lab[o] as usize;
+            let r = &data[i * rec..(i + 1) * rec];
+            let s = if want.update { &mut sums[j * d..(j + 1) * d] } else { &mut [][..] };
             // The squared distance to the chosen centre, directly (as scikit-learn's inertia
             // and its empty-cluster relocation compute it), in f64, from the record's
             // contiguous bytes; the cluster's sums in the same loop.
             let c = &c64[j * d..(j + 1) * d];
-            let mut dist = 0.0;
-            if want.update {
-                let s = &mut sums[j * d..(j + 1) * d];
-                for ((s, &c), b) in s.iter_mut().zip(c).zip(r.chunks_exact(T::SIZE)) {
-                    let x = T::load::<BIG>(b).to_f64();
-                    *s += x;
-                    dist += (x - c) * (x - c);
+            let dist = if kept[o] {
+                if want.update {
+                    // The sums only (the distance is the bound test's, the same bits).
+                    row_on::<T, BIG, true, false>(avx2, r, c, s);
                 }
-                counts[j] += 1;
+                value[o]
             } else {
-                for (&c, b) in c.iter().zip(r.chunks_exact(T::SIZE)) {
-                    let x = T::load::<BIG>(b).to_f64();
-                    dist += (x - c) * (x - c);
+                let (dist, xx) = if want.update {
+                    row_on::<T, BIG, true, true>(avx2, r, c, s)
+                } else {
+                    row_on::<T, BIG, false, true>(avx2, r, c, s)
+                };
+                if let Some((pass, state, _)) = bounds.as_mut() {
+                    state.lower[i] = pass.fresh(value[o], xx);
+                    state.label[i] = j as u32;
                 }
+                dist
+            };
+            if want.update {
+                counts[j] += 1;
             }
             inertia += dist;
             if want.labels {
                 partial.labels.push(j as i32);
             }
-            if dist > threshold || !dist.is_finite() {
-                let coords: Vec<f64> =
-                    r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect();
-                if coords.iter().any(|x| !x.is_finite()) {
-                    partial.bad.get_or_insert(index + l as u64);
+            // Against the live threshold, and the coordinates copied only for a record the
+            // heap takes: a window-old threshold let every record of a block's first window
+            // allocate (a third of a pass's time).
+            if !dist.is_finite() || (want.update && dist > far_threshold) {
+                let index = first + i as u64;
+                let coords = || -> Vec<f64> {
+                    r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect()
+                };
+                if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
+                    partial.bad.get_or_insert(index);
                 } else if want.update && partial.far.would_take(dist) {
-                    partial.far.offer(dist, index + l as u64, j, coords);
+                    partial.far.offer(dist, index, j, coords());
                     far_threshold = partial.far.threshold();
                 }
             }
         }
-        index += m as u64;
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
+    assigned
 }

@@ -8,7 +8,8 @@ use std::collections::BinaryHeap;
 use sluice_io::{Block, BlockKernel};
 
 use super::assign::{Want, assign_block};
-use super::simd::Isa;
+use super::bounds::PassBounds;
+use super::simd::{Avx2Fma, Isa};
 use crate::{Dtype, Endian, Scalar};
 
 /// An element type the assignment runs in (f32 or f64).
@@ -191,6 +192,8 @@ pub struct KmeansKernel {
     isa: Isa,
     /// The global index of the plan's first record.
     record0: u64,
+    /// Hamerly's bounds for this pass (`bounds.rs`), if the run keeps them.
+    bounds: Option<PassBounds>,
 }
 
 impl KmeansKernel {
@@ -213,7 +216,14 @@ impl KmeansKernel {
             want: Want { update, labels },
             isa: Isa::detect(),
             record0: 0,
+            bounds: None,
         }
+    }
+
+    /// The same kernel keeping and using the bounds of `bounds` (`bounds.rs`).
+    pub(super) fn with_bounds(mut self, bounds: Option<PassBounds>) -> KmeansKernel {
+        self.bounds = bounds;
+        self
     }
 
     /// The same kernel over a plan whose first record is record `record0` of the whole data.
@@ -232,6 +242,7 @@ impl KmeansKernel {
     pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(
         &self,
         block: &Block<'_>,
+        avx2: Option<Avx2Fma>,
     ) -> BlockPartial {
         let (k, d) = (self.k, self.d);
         let rec = self.record_bytes();
@@ -250,21 +261,29 @@ impl KmeansKernel {
         let data = &block.data[..records * rec];
         let (c, w) = (&self.c64, self.want);
         let (p64, p32) = (&self.p64, &self.p32);
-        match (self.dtype.scalar, self.dtype.endian) {
+        let mut state = self.bounds.as_ref().map(|b| b.take(first, records));
+        let bounds = match (&self.bounds, state.as_mut()) {
+            (Some(b), Some((s, usable))) => Some((b, s, *usable)),
+            _ => None,
+        };
+        let assigned = match (self.dtype.scalar, self.dtype.endian) {
             (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
-                data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
+                data, first, d, c, &p64.m2c, &p64.norms, w, bounds, avx2, &mut p,
             ),
             (Scalar::F64, Endian::Big) => assign_block::<f64, P64, true, FMA>(
-                data, first, d, c, &p64.m2c, &p64.norms, w, &mut p,
+                data, first, d, c, &p64.m2c, &p64.norms, w, bounds, avx2, &mut p,
             ),
             (Scalar::F32, Endian::Little) => assign_block::<f32, P32, false, FMA>(
-                data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
+                data, first, d, c, &p32.m2c, &p32.norms, w, bounds, avx2, &mut p,
             ),
             (Scalar::F32, Endian::Big) => assign_block::<f32, P32, true, FMA>(
-                data, first, d, c, &p32.m2c, &p32.norms, w, &mut p,
+                data, first, d, c, &p32.m2c, &p32.norms, w, bounds, avx2, &mut p,
             ),
             // `open_matrix` admits f32 and f64 only.
             _ => unreachable!("k-means runs on f32 or f64"),
+        };
+        if let (Some(b), Some((s, _))) = (&self.bounds, state) {
+            b.put(first, s, assigned);
         }
         p
     }

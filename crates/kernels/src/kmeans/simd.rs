@@ -11,7 +11,7 @@
 
 use sluice_io::Block;
 
-use super::kernel::{BlockPartial, KmeansKernel};
+use super::kernel::{BlockPartial, Float, KmeansKernel};
 
 /// The instruction set the assignment runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Isa {
     /// The partial of `block` on this path.
     pub(super) fn run(self, kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
         match self {
-            Isa::Baseline => kernel.run::<false, 16, 32>(block),
+            Isa::Baseline => kernel.run::<false, 16, 32>(block, None),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Isa::Avx2Fma` is made only by `detect`, after
             // `is_x86_feature_detected!` found both AVX2 and FMA on this CPU, which is all
@@ -60,5 +60,283 @@ impl Isa {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
-    kernel.run::<true, 16, 32>(block)
+    kernel.run::<true, 16, 32>(block, Some(Avx2Fma(())))
 }
+
+/// Proof that the CPU has AVX2 and FMA: made only in [`run_avx2_fma`], after [`Isa::detect`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Avx2Fma(());
+
+impl Avx2Fma {
+    /// The proof, if [`Isa::detect`] chooses AVX2 and FMA on this CPU.
+    #[cfg(test)]
+    pub(super) fn detect() -> Option<Avx2Fma> {
+        #[cfg(target_arch = "x86_64")]
+        if Isa::detect() == Isa::Avx2Fma {
+            return Some(Avx2Fma(()));
+        }
+        None
+    }
+}
+
+/// [`super::assign::nearest`] with `FMA`, hand-written for AVX2: the tile's records in four
+/// registers, two centres at a time (8 accumulators), the running best, labels and second
+/// best in registers between centres. Every lane computes the same chain of fused
+/// multiply-adds as the portable code, so the labels are the same bits. Returns false (and
+/// does nothing) for a tile shape it does not cover: f64 in tiles of 16 and f32 in tiles of
+/// 32 only.
+#[inline(always)]
+pub(super) fn nearest_avx2<T: Float, const P: usize, const SECOND: bool>(
+    _proof: Avx2Fma,
+    xt: &[[T; P]],
+    m2c: &[T],
+    norms: &[T],
+    labels: &mut [u32; P],
+    second: &mut [T; P],
+) -> bool {
+    let (d, k) = (xt.len(), norms.len());
+    if m2c.len() != k * d {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if T::SIZE == 8 && P == 16 {
+            // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA. `Float`
+            // is implemented for f32 and f64 only, so `T::SIZE == 8` means `T` is f64 and the
+            // casts reinterpret f64 as f64; `xt` is `d` rows of 16 values, `m2c` `k·d` and
+            // `second` 16 values, as `tile_f64` reads and writes.
+            unsafe {
+                tile_f64::<SECOND>(
+                    xt.as_ptr().cast(),
+                    d,
+                    std::slice::from_raw_parts(m2c.as_ptr().cast(), k * d),
+                    std::slice::from_raw_parts(norms.as_ptr().cast(), k),
+                    labels.as_mut_ptr(),
+                    second.as_mut_ptr().cast(),
+                );
+            }
+            return true;
+        }
+        if T::SIZE == 4 && P == 32 {
+            // SAFETY: as above, with `T` f32 and rows of 32 values.
+            unsafe {
+                tile_f32::<SECOND>(
+                    xt.as_ptr().cast(),
+                    d,
+                    std::slice::from_raw_parts(m2c.as_ptr().cast(), k * d),
+                    std::slice::from_raw_parts(norms.as_ptr().cast(), k),
+                    labels.as_mut_ptr(),
+                    second.as_mut_ptr().cast(),
+                );
+            }
+            return true;
+        }
+    }
+    let _ = (xt, labels, second);
+    false
+}
+
+macro_rules! tile {
+    ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident, $store:ident, $fmadd:ident,
+     $cmp:ident, $blend:ident, $min:ident) => {
+        /// One tile of `4 × lanes` records (`d` rows at `xt`) against every centre.
+        ///
+        /// # Safety
+        /// AVX2 and FMA; `xt` holds `d × 4·lanes` values, `labels` and `second` `4·lanes`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $name<const SECOND: bool>(
+            xt: *const $t,
+            d: usize,
+            m2c: &[$t],
+            norms: &[$t],
+            labels: *mut u32,
+            second: *mut $t,
+        ) {
+            use std::arch::x86_64::*;
+            const W: usize = 4 * $lanes;
+            let k = norms.len();
+            let mut best: [$v; 4] = [$set1(<$t>::INFINITY); 4];
+            let mut sec = best;
+            let mut lab: [$v; 4] = [$set1(0.0); 4];
+            let mut keep = |acc: &[$v; 4], j: usize| {
+                let jv = $set1(j as $t);
+                for q in 0..4 {
+                    // `acc < best`, false for NaN: the first smallest wins.
+                    let m = $cmp::<_CMP_LT_OQ>(acc[q], best[q]);
+                    if SECOND {
+                        sec[q] = $min($blend(acc[q], best[q], m), sec[q]);
+                    }
+                    best[q] = $blend(best[q], acc[q], m);
+                    lab[q] = $blend(lab[q], jv, m);
+                }
+            };
+            let mut j = 0;
+            while j + 2 <= k {
+                let (r0, r1) = (&m2c[j * d..(j + 1) * d], &m2c[(j + 1) * d..(j + 2) * d]);
+                let mut a0 = [$set1(norms[j]); 4];
+                let mut a1 = [$set1(norms[j + 1]); 4];
+                for f in 0..d {
+                    let (c0, c1) = ($set1(r0[f]), $set1(r1[f]));
+                    for q in 0..4 {
+                        // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
+                        let x = unsafe { $load(xt.add(f * W + q * $lanes)) };
+                        a0[q] = $fmadd(x, c0, a0[q]);
+                        a1[q] = $fmadd(x, c1, a1[q]);
+                    }
+                }
+                keep(&a0, j);
+                keep(&a1, j + 1);
+                j += 2;
+            }
+            if j < k {
+                let r0 = &m2c[j * d..(j + 1) * d];
+                let mut a0 = [$set1(norms[j]); 4];
+                for f in 0..d {
+                    let c0 = $set1(r0[f]);
+                    for q in 0..4 {
+                        // SAFETY: as above.
+                        let x = unsafe { $load(xt.add(f * W + q * $lanes)) };
+                        a0[q] = $fmadd(x, c0, a0[q]);
+                    }
+                }
+                keep(&a0, j);
+            }
+            let mut out = [0.0 as $t; W];
+            for q in 0..4 {
+                // SAFETY: `out` and `second` hold `W` values.
+                unsafe {
+                    $store(out.as_mut_ptr().add(q * $lanes), lab[q]);
+                    if SECOND {
+                        $store(second.add(q * $lanes), sec[q]);
+                    }
+                }
+            }
+            for (l, &j) in out.iter().enumerate() {
+                // SAFETY: `labels` holds `W` values.
+                unsafe { *labels.add(l) = j as u32 };
+            }
+        }
+    };
+}
+
+tile!(
+    tile_f64,
+    f64,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_fmadd_pd,
+    _mm256_cmp_pd,
+    _mm256_blendv_pd,
+    _mm256_min_pd
+);
+tile!(
+    tile_f32,
+    f32,
+    8,
+    __m256,
+    _mm256_set1_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_fmadd_ps,
+    _mm256_cmp_ps,
+    _mm256_blendv_ps,
+    _mm256_min_ps
+);
+
+/// `super::assign::row` for little-endian records, hand-written for AVX2: the same four lanes
+/// of separate multiplies and adds, the same combination and tail, so the same bits. `None`
+/// for big-endian records.
+#[inline(always)]
+pub(super) fn row_avx2<T: Float, const BIG: bool, const ADD: bool, const DIST: bool>(
+    _proof: Avx2Fma,
+    r: &[u8],
+    c: &[f64],
+    sums: &mut [f64],
+) -> Option<(f64, f64)> {
+    let d = c.len();
+    if BIG || r.len() != d * T::SIZE || (ADD && sums.len() != d) {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let s = if ADD { sums.as_mut_ptr() } else { std::ptr::null_mut() };
+        // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; `r` holds
+        // `d` values of `T` (checked above), `c` `d`, and `sums` `d` where `ADD`.
+        return Some(unsafe {
+            if T::SIZE == 8 {
+                row_f64::<ADD, DIST>(r.as_ptr(), c, s)
+            } else {
+                row_f32::<ADD, DIST>(r.as_ptr(), c, s)
+            }
+        });
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+macro_rules! row {
+    ($name:ident, $t:ty, |$p:ident| $load4:expr) => {
+        /// # Safety
+        /// AVX2; `r` holds `c.len()` values of the type, `sums` `c.len()` where `ADD`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $name<const ADD: bool, const DIST: bool>(
+            r: *const u8,
+            c: &[f64],
+            sums: *mut f64,
+        ) -> (f64, f64) {
+            use std::arch::x86_64::*;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            let d = c.len();
+            let body = d / 4 * 4;
+            let mut dd = _mm256_setzero_pd();
+            let mut xx = _mm256_setzero_pd();
+            let mut f = 0;
+            while f < body {
+                // SAFETY: values `f..f + 4 ≤ d` of `r`, `c` and `sums`.
+                unsafe {
+                    let $p = r.add(f * SIZE);
+                    let x = $load4;
+                    if DIST {
+                        let e = _mm256_sub_pd(x, _mm256_loadu_pd(c.as_ptr().add(f)));
+                        dd = _mm256_add_pd(dd, _mm256_mul_pd(e, e));
+                        xx = _mm256_add_pd(xx, _mm256_mul_pd(x, x));
+                    }
+                    if ADD {
+                        let s = sums.add(f);
+                        _mm256_storeu_pd(s, _mm256_add_pd(_mm256_loadu_pd(s), x));
+                    }
+                }
+                f += 4;
+            }
+            let (mut a, mut b) = ([0.0; 4], [0.0; 4]);
+            // SAFETY: `a` and `b` hold 4 values.
+            unsafe {
+                _mm256_storeu_pd(a.as_mut_ptr(), dd);
+                _mm256_storeu_pd(b.as_mut_ptr(), xx);
+            }
+            let mut dist = (a[0] + a[1]) + (a[2] + a[3]);
+            let mut norm = (b[0] + b[1]) + (b[2] + b[3]);
+            for f in body..d {
+                // SAFETY: value `f < d` of `r`, `c` and `sums`.
+                let x = f64::from(unsafe { r.add(f * SIZE).cast::<$t>().read_unaligned() });
+                if DIST {
+                    dist += (x - c[f]) * (x - c[f]);
+                    norm += x * x;
+                }
+                if ADD {
+                    // SAFETY: as above.
+                    unsafe { *sums.add(f) += x };
+                }
+            }
+            (dist, norm)
+        }
+    };
+}
+
+row!(row_f64, f64, |p| _mm256_loadu_pd(p.cast()));
+row!(row_f32, f32, |p| _mm256_cvtps_pd(_mm_loadu_ps(p.cast())));

@@ -298,3 +298,134 @@ fn hints_set_the_same_fields_as_flags() {
     assert!(KmeansConfig::from_hints(&[("threshold", "-1")]).is_err());
     assert!(KmeansConfig::from_hints(&[("clusters", "3")]).is_err());
 }
+
+/// Records that tie or nearly tie: blobs, a small integer grid (exact ties with the integer
+/// and half-integer centres of the first passes, duplicates), points a few ulps either side
+/// of midpoints between centres, and two initial centres 1e-9 apart.
+fn near_ties(rng: &mut StdRng, d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut x, mut init) = blobs(rng, 6000, d, k);
+    for _ in 0..3000 {
+        x.extend((0..d).map(|_| f64::from(rng.gen_range(0..4u8))));
+    }
+    for _ in 0..3000 {
+        let (a, b) = (rng.gen_range(0..k), rng.gen_range(0..k));
+        let nudge = rng.gen_range(-3i64..=3);
+        x.extend((0..d).map(|f| {
+            let mid = 0.5 * (init[a * d + f] + init[b * d + f]);
+            f64::from_bits((mid.to_bits() as i64 + nudge) as u64)
+        }));
+    }
+    for f in 0..d {
+        init[f] = f64::from(rng.gen_range(0..4u8));
+        init[d + f] = init[f] + 1e-9;
+        init[2 * d + f] = 0.5 + f64::from(rng.gen_range(0..3u8));
+    }
+    (x, init)
+}
+
+#[test]
+fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(13);
+    let (d, k) = (3, 9);
+    let (x, init) = near_ties(&mut rng, d, k);
+    let n = x.len() / d;
+    for scalar in [Scalar::F64, Scalar::F32] {
+        let dtype = Dtype::new(scalar, Endian::Little);
+        let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+        write_npy(&path, &x, d, dtype);
+        write_npy(&init_path, &init, d, dtype);
+        let run = |off: bool, labels: &str| {
+            let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
+            let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
+            bounds::OFF.with(|o| o.set(off));
+            resident::OFF.with(|o| o.set(off));
+            let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+            bounds::OFF.with(|o| o.set(false));
+            resident::OFF.with(|o| o.set(false));
+            (r, read_labels(&dir.path().join(labels)))
+        };
+        // Plain Lloyd streaming every pass, against bounds with the data kept in memory.
+        let (full, full_labels) = run(true, "full.npy");
+        let (fast, fast_labels) = run(false, "fast.npy");
+        assert!(full.history.iter().all(|h| h.assigned == n as u64), "{scalar:?}");
+        let passes = full.history.len() as u64 + 1;
+        assert_eq!(full.run.bytes_read, passes * x.len() as u64 * dtype.itemsize() as u64);
+        assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
+        // The bounds must have spared most records once the centres settle, or this test
+        // tests nothing.
+        let spared = fast.history.last().unwrap().assigned;
+        assert!(spared < n as u64 / 2, "{scalar:?}: {spared} of {n} assigned in full");
+        assert_eq!(fast_labels, full_labels, "{scalar:?}");
+        assert_eq!(fast.counts, full.counts, "{scalar:?}");
+        let bits = |r: &KmeansReport| -> Vec<u64> {
+            let mut v: Vec<u64> = r.centres.iter().flatten().map(|c| c.to_bits()).collect();
+            v.extend(r.history.iter().map(|h| h.inertia.to_bits()));
+            v.push(r.inertia.to_bits());
+            v
+        };
+        assert_eq!(bits(&fast), bits(&full), "{scalar:?}");
+    }
+}
+
+/// The hand-written AVX2 tile against the portable code with fused multiply-adds (`mul_add`,
+/// the same roundings): the same labels and second smallest expansions, bit for bit, on
+/// random tiles with a duplicated centre (exact ties).
+#[test]
+fn the_avx2_tile_gives_the_portable_bits() {
+    let Some(proof) = simd::Avx2Fma::detect() else {
+        eprintln!("no AVX2 + FMA here: nothing to compare");
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(21);
+    for (d, k) in [(1, 1), (3, 2), (10, 20), (7, 13), (5, 33)] {
+        let mut m2c: Vec<f64> = (0..k * d).map(|_| rng.gen_range(-8.0..8.0)).collect();
+        if k > 2 {
+            let row: Vec<f64> = m2c[..d].to_vec();
+            m2c[2 * d..3 * d].copy_from_slice(&row);
+        }
+        let norms: Vec<f64> = m2c.chunks(d).map(|r| r.iter().map(|c| c * c / 4.0).sum()).collect();
+        let xt: Vec<[f64; 16]> =
+            (0..d).map(|_| std::array::from_fn(|_| rng.gen_range(-9.0..9.0))).collect();
+        let (mut l1, mut s1, mut l2, mut s2) = ([0; 16], [0.0; 16], [0; 16], [0.0; 16]);
+        assign::nearest::<f64, 16, true, true>(&xt, &m2c, &norms, &mut l1, &mut s1);
+        assert!(simd::nearest_avx2::<f64, 16, true>(proof, &xt, &m2c, &norms, &mut l2, &mut s2));
+        assert_eq!(l1, l2, "f64 d={d} k={k}");
+        assert_eq!(s1.map(f64::to_bits), s2.map(f64::to_bits), "f64 d={d} k={k}");
+        let m2c: Vec<f32> = m2c.iter().map(|&c| c as f32).collect();
+        let norms: Vec<f32> = norms.iter().map(|&c| c as f32).collect();
+        let xt: Vec<[f32; 32]> =
+            (0..d).map(|_| std::array::from_fn(|_| rng.gen_range(-9.0..9.0))).collect();
+        let (mut l1, mut s1, mut l2, mut s2) = ([0; 32], [0.0; 32], [0; 32], [0.0; 32]);
+        assign::nearest::<f32, 32, true, true>(&xt, &m2c, &norms, &mut l1, &mut s1);
+        assert!(simd::nearest_avx2::<f32, 32, true>(proof, &xt, &m2c, &norms, &mut l2, &mut s2));
+        assert_eq!(l1, l2, "f32 d={d} k={k}");
+        assert_eq!(s1.map(f32::to_bits), s2.map(f32::to_bits), "f32 d={d} k={k}");
+    }
+}
+
+/// The AVX2 record figures (distance, norm, sums) against the portable ones, bit for bit.
+#[test]
+fn the_avx2_row_gives_the_portable_bits() {
+    let Some(proof) = simd::Avx2Fma::detect() else {
+        eprintln!("no AVX2 + FMA here: nothing to compare");
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(22);
+    for d in [1, 3, 4, 10, 17] {
+        let c: Vec<f64> = (0..d).map(|_| rng.gen_range(-1e3..1e3)).collect();
+        let x: Vec<f64> = (0..d).map(|_| rng.gen_range(-1e3..1e3)).collect();
+        let b64: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let b32: Vec<u8> = x.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect();
+        let start: Vec<f64> = (0..d).map(|_| rng.gen_range(-1e6..1e6)).collect();
+        let (mut s1, mut s2) = (start.clone(), start.clone());
+        let a = assign::row::<f64, false, true, true>(&b64, &c, &mut s1);
+        let b = simd::row_avx2::<f64, false, true, true>(proof, &b64, &c, &mut s2).unwrap();
+        assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "f64 d={d}");
+        assert_eq!(s1, s2);
+        let a = assign::row::<f32, false, true, true>(&b32, &c, &mut s1);
+        let b = simd::row_avx2::<f32, false, true, true>(proof, &b32, &c, &mut s2).unwrap();
+        assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "f32 d={d}");
+        assert_eq!(s1, s2);
+    }
+}

@@ -12,6 +12,7 @@ use sluice_io::placement::{balanced, reads_in};
 use sluice_io::{Pipeline, Plan, RunStats};
 
 use super::kernel::{BlockPartial, Farthest, Fold, KmeansKernel};
+use super::resident::Resident;
 use super::{KmeansError, Matrix};
 use crate::dist::tree::{Combine, Node, TreeFold};
 
@@ -93,13 +94,15 @@ pub(crate) struct Local {
     pub(crate) run: RunStats,
 }
 
-/// Runs `kernel` over `stripe` of `m`, handing each block's labels to `labels`.
+/// Runs `kernel` over `stripe` of `m` (from memory where `resident` holds it), handing each
+/// block's labels to `labels`.
 pub(crate) fn pass(
     m: &Matrix,
     stripe: Stripe,
     kernel: KmeansKernel,
     pipeline: &Pipeline,
     k: usize,
+    resident: Option<&mut Resident>,
     mut labels: impl FnMut(&[i32]),
 ) -> Result<Local, KmeansError> {
     let rec = (m.d * m.info.dtype.itemsize()) as u64;
@@ -139,10 +142,12 @@ pub(crate) fn pass(
         tree.push_leaf(key, Sums { records: p.records, sums: p.sums, counts, inertia: p.inertia });
         next = key + 1;
     };
-    let run = if stripe.len > 0 {
-        pipeline.run_ordered(&plan, &kernel, &mut sink)?
-    } else {
-        RunStats::default()
+    let run = match resident {
+        Some(r) if stripe.len > 0 => r.pass(&kernel, pipeline, &mut sink, |record, sink| {
+            Ok(pipeline.run_ordered(&plan, record, sink)?)
+        })?,
+        None if stripe.len > 0 => pipeline.run_ordered(&plan, &kernel, &mut sink)?,
+        _ => RunStats::default(),
     };
     Ok(Local { nodes: tree.into_nodes(), far, bad, run })
 }

@@ -1,0 +1,216 @@
+//! Exact acceleration of the assignment by Hamerly's bounds (G. Hamerly, "Making k-means even
+//! faster", SDM 2010, §3): a record whose lower bound on the distance to every other centre
+//! exceeds its distance to its own centre keeps its label without the `k·d` distance loop.
+//!
+//! # Contract
+//! 1. The labels are those of the full assignment (`assign.rs`, module rule 3), bit for bit:
+//!    a record is skipped only when no rounding of the expanded distances `‖c‖² − 2x·c` in the
+//!    data's type can put another centre at or below its own. The margin (below) bounds the
+//!    rounding of the expansion, of the direct distance and of every bound update, so a
+//!    near-tie is always recomputed. Sums, counts and inertia are then the same bits as well,
+//!    since every record's figures are added in file order either way.
+//! 2. Per record, one `f64` lower bound and one `u32` label (12 bytes), reserved from the
+//!    budget for the process's records; when the budget cannot hold them, or
+//!    `SLUICE_KMEANS_BOUNDS=0`, there is no store and every pass assigns in full.
+//! 3. State is kept per block, keyed by the block's first record, and used only by the next
+//!    pass, on a block of the same length: a block whose state is missing or stale is assigned
+//!    in full (and its state stored).
+//!
+//! # The margin
+//! With `u` the unit roundoff of the data's type and `u64` that of f64, the computed expanded
+//! distance `e_j` (a chain of `d` multiply-adds from `‖c_j‖²` rounded to the type) is within
+//! `E = 8(d + 4)·u·(2C² + ‖x‖²)` of the true `‖c_j‖² − 2x·c_j`, with `C² ≥ max_j ‖c_j‖²`
+//! (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1: `γ_2d` of the sum of the
+//! terms' magnitudes, `≤ 2C² + ‖x‖²`, with a factor 4 to spare). After a full assignment the
+//! bound is `l = √(e₂ + ‖x‖² − 2E)`, `e₂` the second smallest `e_j`; a pass whose centres
+//! moved by `s_j` lowers it by `max_{j≠a} s_j` (triangle inequality). The record keeps its
+//! label `a` if `D·(1 + 2(d + 3)u64) + 2E < l²·(1 − 4u64)`, with `D` its direct squared
+//! distance to `c_a` in f64. Square roots, shifts and subtractions are rounded outward by
+//! relative factors of a few `u64`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use sluice_io::{Budget, Reservation};
+
+use crate::Scalar;
+
+/// f64's unit roundoff.
+const U64: f64 = f64::EPSILON / 2.0;
+
+/// One block's bounds: per record, a lower bound on the distance to every centre but its own,
+/// and its label.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BlockBounds {
+    /// The pass that wrote them.
+    pass: u64,
+    pub(super) lower: Vec<f64>,
+    pub(super) label: Vec<u32>,
+}
+
+/// The bounds of a process's records between passes (rule 2).
+#[derive(Debug)]
+pub(crate) struct BoundStore {
+    blocks: Mutex<HashMap<u64, BlockBounds>>,
+    /// The last pass begun and its centres (the ones the stored bounds refer to).
+    last: Mutex<Option<(u64, Vec<f64>)>>,
+    /// Records assigned in full since the last [`BoundStore::assigned`].
+    assigned: AtomicU64,
+    _memory: Reservation,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the bounds off on their own thread (the environment is the process's).
+    pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl BoundStore {
+    /// A store for `records` records, if the budget holds it (rule 2).
+    pub(crate) fn new(records: u64, budget: &Budget) -> Option<Arc<BoundStore>> {
+        if std::env::var_os("SLUICE_KMEANS_BOUNDS").is_some_and(|v| v == "0") {
+            return None;
+        }
+        #[cfg(test)]
+        if OFF.with(std::cell::Cell::get) {
+            return None;
+        }
+        // 12 bytes per record, and the map's entries (a few per MiB of data).
+        let bytes = records.checked_mul(12)?.checked_add(1 << 16)?;
+        let memory = budget.reserve("the k-means bounds", bytes).ok()?;
+        let store = BoundStore {
+            blocks: Mutex::new(HashMap::new()),
+            last: Mutex::new(None),
+            assigned: AtomicU64::new(0),
+            _memory: memory,
+        };
+        Some(Arc::new(store))
+    }
+
+    /// How many records were assigned in full since the last call.
+    pub(crate) fn assigned(&self) -> u64 {
+        // Relaxed: read after the pass, whose end (the pipeline's join) orders the adds.
+        self.assigned.swap(0, Ordering::Relaxed)
+    }
+
+    /// Begins a pass against `centres` (`k × d`, values of `scalar`): what its blocks need to
+    /// test and refresh their bounds.
+    pub(crate) fn begin(
+        self: &Arc<BoundStore>,
+        centres: &[f64],
+        d: usize,
+        scalar: Scalar,
+    ) -> PassBounds {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let pass = last.as_ref().map_or(0, |(p, _)| p + 1);
+        let grow = 1.0 + 2.0 * (d as f64 + 2.0) * U64;
+        // Outward-rounded shift of each centre since the last pass.
+        let other = last.as_ref().map(|(_, old)| {
+            let shift: Vec<f64> = centres
+                .chunks_exact(d)
+                .zip(old.chunks_exact(d))
+                .map(|(c, o)| {
+                    let sq: f64 = c.iter().zip(o).map(|(a, b)| (a - b) * (a - b)).sum();
+                    (sq * grow).sqrt() * (1.0 + 4.0 * U64)
+                })
+                .collect();
+            // For each centre, the largest shift of the others.
+            let (mut first, mut second, mut at) = (0.0f64, 0.0f64, usize::MAX);
+            for (j, &s) in shift.iter().enumerate() {
+                if s > first {
+                    (second, first, at) = (first, s, j);
+                } else if s > second {
+                    second = s;
+                }
+            }
+            (0..shift.len()).map(|j| if j == at { second } else { first }).collect()
+        });
+        let c2 = centres
+            .chunks_exact(d)
+            .map(|c| c.iter().map(|x| x * x).sum::<f64>())
+            .fold(0.0, f64::max)
+            * grow;
+        let unit = match scalar {
+            Scalar::F32 => f64::from(f32::EPSILON) / 2.0,
+            _ => U64,
+        };
+        *last = Some((pass, centres.to_vec()));
+        PassBounds {
+            store: Arc::clone(self),
+            pass,
+            other,
+            c2,
+            coef: 8.0 * (d as f64 + 4.0) * unit,
+            direct: 1.0 + 2.0 * (d as f64 + 3.0) * U64,
+        }
+    }
+}
+
+/// One pass's view of the store (rules 1 and 3).
+#[derive(Debug)]
+pub(crate) struct PassBounds {
+    store: Arc<BoundStore>,
+    pass: u64,
+    /// Per centre, the largest shift of the other centres since the last pass (`None` in the
+    /// first pass).
+    other: Option<Vec<f64>>,
+    /// `C²`, at least the largest squared centre norm.
+    c2: f64,
+    /// `E / (2C² + ‖x‖²)`.
+    coef: f64,
+    /// The relative error allowance of the direct distance.
+    direct: f64,
+}
+
+impl PassBounds {
+    /// The state of the block of `records` records from `first`, and whether it holds this
+    /// pass's predecessor's bounds (rule 3).
+    pub(super) fn take(&self, first: u64, records: usize) -> (BlockBounds, bool) {
+        let got = self.store.blocks.lock().unwrap_or_else(PoisonError::into_inner).remove(&first);
+        match got {
+            Some(b)
+                if self.other.is_some() && b.pass + 1 == self.pass && b.label.len() == records =>
+            {
+                (b, true)
+            }
+            _ => (
+                BlockBounds { pass: self.pass, lower: vec![0.0; records], label: vec![0; records] },
+                false,
+            ),
+        }
+    }
+
+    /// Stores a block's refreshed state for the next pass; `assigned` of its records were
+    /// assigned in full.
+    pub(super) fn put(&self, first: u64, mut b: BlockBounds, assigned: u64) {
+        self.store.assigned.fetch_add(assigned, Ordering::Relaxed);
+        b.pass = self.pass;
+        self.store.blocks.lock().unwrap_or_else(PoisonError::into_inner).insert(first, b);
+    }
+
+    /// `2E` for a record of squared norm `xx`.
+    #[inline(always)]
+    fn margin(&self, xx: f64) -> f64 {
+        2.0 * self.coef * (2.0 * self.c2 + xx)
+    }
+
+    /// The bound after this pass's shifts, for a record labelled `a` with bound `lower`:
+    /// `Some(l)` if it keeps its label (its direct squared distance is `dist`, its squared
+    /// norm `xx`), `None` if it must be assigned in full.
+    #[inline(always)]
+    pub(super) fn keeps(&self, lower: f64, a: usize, dist: f64, xx: f64) -> Option<f64> {
+        let other = self.other.as_ref()?;
+        let l = (lower - other[a]) * (1.0 - 2.0 * U64);
+        let keep = l > 0.0 && dist * self.direct + self.margin(xx) < l * l * (1.0 - 4.0 * U64);
+        keep.then_some(l)
+    }
+
+    /// The bound after a full assignment: `second` the second smallest computed expanded
+    /// distance, `xx` the record's squared norm.
+    #[inline(always)]
+    pub(super) fn fresh(&self, second: f64, xx: f64) -> f64 {
+        let l2 = second + xx - self.margin(xx);
+        if l2 > 0.0 { l2.sqrt() * (1.0 - 2.0 * U64) } else { 0.0 }
+    }
+}
