@@ -101,7 +101,7 @@ pub fn kmeans_parts(
         None
     };
     let mut labels = Vec::new();
-    let report = fit(&m, config, centres, mine, pipeline, &mut Ranks(ctx), |l| {
+    let report = fit(&m, config, centres, mine, pipeline, budget, &mut Ranks(ctx), |l| {
         if want_labels {
             labels.extend(l.iter().flat_map(|j| j.to_le_bytes()));
         }
