@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sluice_kernels::Error as KernelError;
-use sluice_kernels::vren::{VrenConfig, VrenError};
+use sluice_kernels::vren::VrenConfig;
 
 use crate::common::{PipelineArgs, Progress};
 
@@ -81,14 +81,14 @@ pub(crate) fn run(args: VrenArgs) -> anyhow::Result<ExitCode> {
     let report =
         sluice_kernels::vren::render_to_png(&args.file, &config, &args.output, &pipeline, &budget)
             .map_err(|e| match e {
-                VrenError::Kernel(KernelError::RawNeedsDtype { .. }) => {
+                KernelError::RawNeedsDtype { .. } => {
                     anyhow::Error::new(e).context("give --dtype (and --shape) for a raw volume")
                 }
-                VrenError::NeedsShape { .. } => anyhow::Error::new(e).context("give --shape X,Y,Z"),
-                VrenError::Kernel(KernelError::DtypeMismatch { .. }) => {
-                    anyhow::Error::new(e).context("--dtype")
+                KernelError::NeedsShape { .. } => {
+                    anyhow::Error::new(e).context("give --shape X,Y,Z")
                 }
-                VrenError::Transfer { .. } => anyhow::Error::new(e).context("--transfer"),
+                KernelError::DtypeMismatch { .. } => anyhow::Error::new(e).context("--dtype"),
+                KernelError::Transfer { .. } => anyhow::Error::new(e).context("--transfer"),
                 e => e.into(),
             })?;
     drop(progress);

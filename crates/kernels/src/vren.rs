@@ -45,10 +45,8 @@
 //! - `transfer`: [`Transfer`], presets and the control-point file format.
 //! - `kernel`: [`VrenKernel`], [`Slab`] and the stream-order fold [`Canvas`] (rules 2–4, 6).
 //! - `image`: accumulators to RGB, resizing and the PNG file (rules 3–5, 7): [`RgbImage`].
-//! - `error`: [`VrenError`].
 
 mod config;
-mod error;
 mod image;
 mod kernel;
 mod transfer;
@@ -60,10 +58,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sluice_io::{Budget, OutputFile, Pipeline, Plan, RecordLayout, RunStats};
 
-use crate::{Dtype, Endian, Scalar, npy};
+use crate::{Dtype, Endian, Error, Scalar, npy};
 
 pub use config::{Axis, MAX_SIDE, Mode, PRESETS, TransferSpec, VrenConfig};
-pub use error::VrenError;
 pub use image::RgbImage;
 pub use kernel::{Canvas, F32_LUT_LEN, Geometry, Lut, Px, Slab, SlabBody, VrenKernel};
 pub use transfer::{Rgba, Transfer};
@@ -96,7 +93,7 @@ pub fn render(
     config: &VrenConfig,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<(RgbImage, VrenReport), VrenError> {
+) -> Result<(RgbImage, VrenReport), Error> {
     let volume = open_volume(path, config)?;
     let scalar = volume.dtype.scalar;
     let (lo, hi) = config.range.unwrap_or(match scalar {
@@ -105,7 +102,7 @@ pub fn render(
         _ => (0.0, 1.0),
     });
     let tf = Transfer::load(config.transfer.as_ref(), lo, hi)?;
-    let too_big = |_| VrenError::BadShape {
+    let too_big = |_| Error::BadArray {
         path: path.to_path_buf(),
         reason: "the volume's sides do not fit this machine's address space".into(),
     };
@@ -148,7 +145,7 @@ pub fn render_to_png(
     output: &Path,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<VrenReport, VrenError> {
+) -> Result<VrenReport, Error> {
     let (image, report) = render(path, config, pipeline, budget)?;
     image.write_png(output)?;
     Ok(report)
@@ -157,8 +154,8 @@ pub fn render_to_png(
 /// Writes a generated `n × n × n` u8 volume to `path` as a C-order `.npy` (for demos and
 /// benchmarks): a bright spherical shell, a dimmer solid ball off centre inside it, and a faint
 /// ramp along z. `n ≥ 8`.
-pub fn demo_volume(path: &Path, n: usize) -> Result<(), VrenError> {
-    let fail = |source| VrenError::Write { path: path.to_path_buf(), source };
+pub fn demo_volume(path: &Path, n: usize) -> Result<(), Error> {
+    let fail = |source| Error::WriteImage { path: path.to_path_buf(), source };
     let n = n.max(8);
     let mut out = OutputFile::create(path).map_err(fail)?;
     let side = n as u64;
@@ -204,12 +201,12 @@ pub fn demo_render(
     n: usize,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<(PathBuf, VrenReport), VrenError> {
+) -> Result<(PathBuf, VrenReport), Error> {
     let volume = dir.join("vren-volume.npy");
     demo_volume(&volume, n)?;
     let transfer = dir.join("vren-transfer.txt");
     std::fs::write(&transfer, DEMO_TRANSFER)
-        .map_err(|source| VrenError::Write { path: transfer.clone(), source })?;
+        .map_err(|source| Error::WriteImage { path: transfer.clone(), source })?;
     let config = VrenConfig {
         mode: Mode::Composite,
         transfer: Some(TransferSpec::File(transfer)),

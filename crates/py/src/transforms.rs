@@ -12,7 +12,6 @@ use std::path::PathBuf;
 
 use numpy::{Complex64, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use sluice_kernels::fft::FftError;
 use sluice_kernels::{Hinted, KmeansConfig, KmeansError};
 
 use crate::errors::{self, BspError, InputError};
@@ -51,10 +50,7 @@ impl Kmeans {
 }
 
 fn kmeans_error(e: &KmeansError) -> PyErr {
-    match e {
-        KmeansError::Kernel(k) => errors::kernel(k),
-        _ => InputError::new_err(errors::message(e, None)),
-    }
+    errors::kernel(e)
 }
 
 /// k-means (Lloyd) over the records of `path`; see `sluice.pyi`.
@@ -143,7 +139,7 @@ pub(crate) fn fft<'py>(
         }
     });
     done.map_err(|e| match e {
-        FftError::Bsp(_) => BspError::new_err(errors::message(&e, Some("fft"))),
+        sluice_kernels::Error::Bsp(_) => BspError::new_err(errors::message(&e, Some("fft"))),
         _ => InputError::new_err(errors::message(&e, Some("fft"))),
     })?;
     Ok(PyArray1::from_vec(py, data))
