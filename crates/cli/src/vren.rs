@@ -35,8 +35,9 @@ pub(crate) struct VrenArgs {
     /// The axis rays run along: x|y|z [default: z].
     #[arg(long, value_name = "AXIS")]
     axis: Option<String>,
-    /// Ray casting at an angle AZ,EL (not implemented: use --axis).
-    #[arg(long, value_name = "AZ,EL", allow_hyphen_values = true)]
+    /// View from any direction: azimuth,elevation in degrees (shear-warp); 0,0 is --axis z,
+    /// 90,0 looks along +x (screen right = -z), 0,90 along +y.
+    #[arg(long, value_name = "AZ,EL", allow_hyphen_values = true, conflicts_with = "axis")]
     view: Option<String>,
     /// mip (maximum intensity) or composite (front-to-back alpha) [default: mip].
     #[arg(long, value_name = "MODE")]

@@ -74,6 +74,7 @@
 //!   vren/volume.rs     the volume's layout: raw or .npy, shape, dtype
 //!   vren/transfer.rs   transfer functions: presets and the `VALUE R G B A` file format
 //!   vren/kernel.rs     the slab kernel and the ordered compositing fold
+//!   vren/view.rs       arbitrary views by shear-warp over the streamed slices
 //!   vren/image.rs      the picture: resize, PNG out (atomic)
 //! fft.rs               the BSP FFT (Bisseling–Inda): contract, Fft, fft(), ifft()
 //!   fft/spmd.rs        one process's steps; LocalFft and fft_spmd for running BSP programs

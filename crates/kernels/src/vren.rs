@@ -37,19 +37,23 @@
 //!    with shape × dtype, a `.npy` that is not 3-D or disagrees with the shape or dtype given,
 //!    an unsupported dtype, a transfer-function file that does not parse (with its line).
 //!
-//! Only axis-aligned views exist so far; a `view` hint (ray casting at an angle) is refused.
+//! 9. **Views.** With `view` (azimuth, elevation) the rays run in any direction: shear-warp over
+//!    the same single streamed pass ([`view`] has its own rules); the same modes and transfer
+//!    function; `size` resizes its image as in rule 5. View `(0, 0)` equals `axis z` exactly.
 //!
 //! # Modules
 //! - `config`: [`VrenConfig`] from fields or hints; [`Axis`], [`Mode`], [`TransferSpec`].
 //! - `volume`: what a file holds (rules 1, 8): [`open_volume`], [`Volume`].
 //! - `transfer`: [`Transfer`], presets and the control-point file format.
 //! - `kernel`: [`VrenKernel`], [`Slab`] and the stream-order fold [`Canvas`] (rules 2–4, 6).
+//! - `view`: arbitrary views by shear-warp: [`view::Shear`], [`view::ShearFold`] (rule 9).
 //! - `image`: accumulators to RGB, resizing and the PNG file (rules 3–5, 7): [`RgbImage`].
 
 mod config;
 mod image;
 mod kernel;
 mod transfer;
+pub mod view;
 mod volume;
 
 use std::num::NonZeroUsize;
@@ -77,8 +81,10 @@ pub struct VrenReport {
     pub dtype: String,
     /// Voxels along x, y, z.
     pub shape: [u64; 3],
-    /// `x`, `y` or `z`.
+    /// `x`, `y` or `z`, or `view` for an arbitrary view.
     pub axis: &'static str,
+    /// The view's azimuth and elevation in degrees (`--view`), if one was asked for.
+    pub view: Option<(f64, f64)>,
     /// `mip` or `composite`.
     pub mode: &'static str,
     /// Width and height of the image written.
@@ -109,6 +115,24 @@ pub fn render(
     let shape = volume.shape.map(usize::try_from);
     let shape =
         [shape[0].map_err(too_big)?, shape[1].map_err(too_big)?, shape[2].map_err(too_big)?];
+    if let Some((az, el)) = config.view {
+        let shear = view::Shear::new(shape, az, el);
+        let _buffers =
+            budget.reserve("the view's slices and images", shear.bytes(scalar.size()))?;
+        let _lut = budget.reserve("the transfer table", Lut::bytes_for(scalar))?;
+        let lut = Lut::new(&tf, scalar);
+        let mut fold = view::ShearFold::new(&shear, config.mode, scalar, &lut);
+        let row = NonZeroUsize::new(volume.row_bytes() as usize).expect("shape checked positive");
+        let mut plan = Plan::new(RecordLayout::Fixed(row));
+        plan.push_extent(path, volume.data_offset, volume.data_len())?;
+        let run = pipeline.run_ordered(&plan, &view::RowsKernel, |bytes| fold.add(&bytes))?;
+        let pixels = shear.warp(&fold.finish(), config.mode);
+        let (width, height) = shear.size;
+        let image = image::to_rgb(&pixels, width, height, config.mode, &tf);
+        let image = finish_image(image, config);
+        let report = report(path, &volume, config, ("view", &image), run);
+        return Ok((image, report));
+    }
     let geometry = Geometry { shape, axis: config.axis };
     let (width, height) = geometry.image_size();
     let px = std::mem::size_of::<Px>() as u64;
@@ -121,21 +145,38 @@ pub fn render(
     let mut plan = Plan::new(RecordLayout::Fixed(row));
     plan.push_extent(path, volume.data_offset, volume.data_len())?;
     let run = pipeline.run_ordered(&plan, &kernel, |slab| canvas.add(&kernel, slab))?;
-    let mut image = image::to_rgb(&canvas.pixels, width, height, config.mode, &tf);
-    if let Some((w, h)) = config.size {
-        image = image.resize(w as usize, h as usize);
+    let image = image::to_rgb(&canvas.pixels, width, height, config.mode, &tf);
+    let image = finish_image(image, config);
+    let report = report(path, &volume, config, (config.axis.name(), &image), run);
+    Ok((image, report))
+}
+
+/// Rule 5.
+fn finish_image(image: RgbImage, config: &VrenConfig) -> RgbImage {
+    match config.size {
+        Some((w, h)) => image.resize(w as usize, h as usize),
+        None => image,
     }
-    let report = VrenReport {
+}
+
+fn report(
+    path: &Path,
+    volume: &Volume,
+    config: &VrenConfig,
+    (axis, image): (&'static str, &RgbImage),
+    run: RunStats,
+) -> VrenReport {
+    VrenReport {
         file: path.to_path_buf(),
         format: if volume.data_offset > 0 { "npy" } else { "raw" },
         dtype: volume.dtype.descr(),
         shape: volume.shape,
-        axis: config.axis.name(),
+        axis,
+        view: config.view,
         mode: config.mode.name(),
         image: (image.width, image.height),
         run,
-    };
-    Ok((image, report))
+    }
 }
 
 /// Renders the volume in `path` and writes the PNG to `output` (rule 7).
