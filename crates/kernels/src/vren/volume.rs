@@ -41,7 +41,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, Error> {
     let mut file = File::open(path).map_err(open_err)?;
     let meta = file.metadata().map_err(open_err)?;
     if !meta.is_file() {
-        return Err(Error::NotAFile { path: path.to_path_buf() }.into());
+        return Err(Error::NotAFile { path: path.to_path_buf() });
     }
     let mut prefix = Vec::with_capacity(npy::MAGIC.len());
     (&mut file).take(npy::MAGIC.len() as u64).read_to_end(&mut prefix).map_err(open_err)?;
@@ -70,8 +70,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, Error> {
                 what: "dtype",
                 given: s.name().into(),
                 header: h.descr.clone(),
-            }
-            .into());
+            });
         }
         Volume { path: path.to_path_buf(), shape, dtype: h.dtype, data_offset: h.data_offset }
     } else {
@@ -91,8 +90,7 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, Error> {
             path: path.to_path_buf(),
             descr: volume.dtype.descr(),
             reason: "volumes are little-endian f32, u8 or u16".into(),
-        }
-        .into());
+        });
     }
     let expected =
         volume.shape.iter().try_fold(volume.dtype.itemsize() as u64, |a, &n| a.checked_mul(n));

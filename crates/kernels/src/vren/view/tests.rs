@@ -104,7 +104,8 @@ fn rules1_3_quarter_turns_are_axis_z_images_of_the_turned_volume() {
     let [nx, ny, nz] = vol.shape;
     // (view, the turned volume's shape, its voxel (x', y', z') → ours, exact?)
     type Map = Box<dyn Fn(usize, usize, usize) -> [usize; 3]>;
-    let cases: Vec<((f64, f64), [usize; 3], Map, bool)> = vec![
+    type Case = ((f64, f64), [usize; 3], Map, bool);
+    let cases: Vec<Case> = vec![
         // Along +x, right = −z, down = +y: numpy flip(transpose(v, (2, 1, 0)), axis=2).
         ((90.0, 0.0), [nz, ny, nx], Box::new(move |x, y, z| [z, y, nz - 1 - x]), true),
         // Along +y, right = +x, down = −z: numpy flip(transpose(v, (1, 0, 2)), axis=1).
