@@ -85,10 +85,11 @@ fn check_shape(n: usize, p: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// Fewest values per process for which [`default_procs`] goes parallel. Below it, starting p
-/// threads and two syncs cost more than they save: n = 2^16 took 0.59 ms on 2 processes and
-/// 0.28 ms on 1 (medians of 50 calls, 2-core machine under load; FFTW with 2 threads: 0.27 ms).
-pub const MIN_VALUES_PER_PROCESS: usize = 1 << 16;
+/// Fewest values per process for which [`default_procs`] goes parallel. Below it, waking p
+/// threads and two syncs cost more than they save: on the quiet 2-core machine p = 2 lost to
+/// p = 1 at n = 2^17 and 2^18 (closing note of issue 12), and under load p = 1 was 2× faster at
+/// 2^18 (3.5 ms against 6.8 ms, load 10, kept section).
+pub const MIN_VALUES_PER_PROCESS: usize = 1 << 18;
 
 /// The p a caller without a preference should use: the largest valid p (rule 2) not above
 /// `max_p` that leaves each process at least [`MIN_VALUES_PER_PROCESS`] values (1 when none).

@@ -103,12 +103,12 @@ fn rule2_bad_shapes_are_refused() {
     let err = plan.process(&[Complex64::default(); 8], &mut [Complex64::default(); 16]);
     assert!(matches!(err, Err(Error::Length { what: "input", expected: 16, got: 8 })));
     let fits = |n: usize, p: usize| check_shape(n, p).is_ok() && n / p >= MIN_VALUES_PER_PROCESS;
-    for (n, max_p) in [(16, 64), (1 << 16, 2), (1 << 17, 2), (1 << 20, 6), (1 << 26, 64), (2, 8)] {
+    for (n, max_p) in [(16, 64), (1 << 18, 2), (1 << 19, 2), (1 << 20, 6), (1 << 26, 64), (2, 8)] {
         let p = default_procs(n, max_p);
         assert!(p == 1 || (fits(n, p) && p <= max_p), "n {n} max_p {max_p}: p {p}");
         assert!(2 * p > max_p || !fits(n, 2 * p), "n {n} max_p {max_p}: p {p} is not the largest");
     }
-    assert_eq!((default_procs(1 << 17, 2), default_procs(1 << 16, 2)), (2, 1));
+    assert_eq!((default_procs(1 << 19, 2), default_procs(1 << 18, 2)), (2, 1));
 }
 
 #[test]
