@@ -23,7 +23,7 @@ pub(crate) struct FftArgs {
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
     /// BSP processes: a power of two with p*p <= n [default: the largest such p <= cores
-    /// (SLUICE_BSP_MAX_P overrides) leaving each process at least 2^16 values].
+    /// (SLUICE_BSP_MAX_P overrides) leaving each process at least 2^18 values].
     #[arg(long, value_name = "P")]
     procs: Option<usize>,
     /// The inverse transform, scaled by 1/n (numpy.fft.ifft).

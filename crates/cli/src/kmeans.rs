@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sluice_kernels::Error as KernelError;
 use sluice_kernels::kmeans::{KmeansConfig, KmeansError, KmeansReport};
 
 use crate::common::{DirectArg, PipelineArgs, Progress};
@@ -144,10 +143,10 @@ fn warm_page_cache(pipeline: &PipelineArgs, path: &PathBuf, len: u64, budget: u6
 /// Names the flag behind a library error where there is one.
 fn with_flags(e: KmeansError) -> anyhow::Error {
     match e {
-        KmeansError::Kernel(KernelError::RawNeedsDtype { .. }) => {
+        KmeansError::RawNeedsDtype { .. } => {
             anyhow::Error::new(e).context("give --dtype (and --dims) for a raw array")
         }
-        KmeansError::Kernel(KernelError::DtypeMismatch { what, .. }) => {
+        KmeansError::DtypeMismatch { what, .. } => {
             anyhow::Error::new(e).context(format!("--{what}"))
         }
         KmeansError::Init { .. } => anyhow::Error::new(e).context("--init"),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sluice_kernels::Error as KernelError;
-use sluice_kernels::vren::{VrenConfig, VrenError};
+use sluice_kernels::vren::VrenConfig;
 
 use crate::common::{PipelineArgs, Progress};
 
@@ -35,8 +35,9 @@ pub(crate) struct VrenArgs {
     /// The axis rays run along: x|y|z [default: z].
     #[arg(long, value_name = "AXIS")]
     axis: Option<String>,
-    /// Ray casting at an angle AZ,EL (not implemented: use --axis).
-    #[arg(long, value_name = "AZ,EL", allow_hyphen_values = true)]
+    /// View from any direction: azimuth,elevation in degrees (shear-warp); 0,0 is --axis z,
+    /// 90,0 looks along +x (screen right = -z), 0,90 along +y.
+    #[arg(long, value_name = "AZ,EL", allow_hyphen_values = true, conflicts_with = "axis")]
     view: Option<String>,
     /// mip (maximum intensity) or composite (front-to-back alpha) [default: mip].
     #[arg(long, value_name = "MODE")]
@@ -81,14 +82,14 @@ pub(crate) fn run(args: VrenArgs) -> anyhow::Result<ExitCode> {
     let report =
         sluice_kernels::vren::render_to_png(&args.file, &config, &args.output, &pipeline, &budget)
             .map_err(|e| match e {
-                VrenError::Kernel(KernelError::RawNeedsDtype { .. }) => {
+                KernelError::RawNeedsDtype { .. } => {
                     anyhow::Error::new(e).context("give --dtype (and --shape) for a raw volume")
                 }
-                VrenError::NeedsShape { .. } => anyhow::Error::new(e).context("give --shape X,Y,Z"),
-                VrenError::Kernel(KernelError::DtypeMismatch { .. }) => {
-                    anyhow::Error::new(e).context("--dtype")
+                KernelError::NeedsShape { .. } => {
+                    anyhow::Error::new(e).context("give --shape X,Y,Z")
                 }
-                VrenError::Transfer { .. } => anyhow::Error::new(e).context("--transfer"),
+                KernelError::DtypeMismatch { .. } => anyhow::Error::new(e).context("--dtype"),
+                KernelError::Transfer { .. } => anyhow::Error::new(e).context("--transfer"),
                 e => e.into(),
             })?;
     drop(progress);

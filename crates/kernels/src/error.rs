@@ -1,4 +1,5 @@
-//! The one error type of sluice-kernels.
+//! The one error type of sluice-kernels: every kernel (stats, grep, k-means, vren, FFT) returns
+//! [`Error`].
 
 use std::path::PathBuf;
 
@@ -211,5 +212,148 @@ pub enum Error {
         dtype: String,
         /// The dtype of an earlier part.
         first: String,
+    },
+    // ---- k-means (`kmeans`) ----
+    /// The array is not `n` records of `d` values (`kmeans` rule 1).
+    #[error("{path}: shape {shape:?}: {reason}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// Its shape (`[values]` for a raw file).
+        shape: Vec<u64>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Fewer records than clusters.
+    #[error("{path}: {n} records cannot make k = {k} clusters (k must be at most the records)")]
+    TooFewRecords {
+        /// The file.
+        path: PathBuf,
+        /// Records in it.
+        n: u64,
+        /// Clusters asked for.
+        k: usize,
+    },
+    /// A NaN or an infinity in the data.
+    #[error("{path}: record {record} (byte offset {offset}) holds a NaN or an infinity")]
+    NonFinite {
+        /// The file.
+        path: PathBuf,
+        /// The first such record (0-based).
+        record: u64,
+        /// Its byte offset in the file.
+        offset: u64,
+    },
+    /// The initial centres file does not fit the data.
+    #[error("{path}: initial centres: {reason}")]
+    Init {
+        /// The centres file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing an output file (k-means labels or centres, an FFT result) failed.
+    #[error("{path}: cannot write")]
+    Write {
+        /// The output.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    // ---- volume rendering (`vren`) ----
+    /// A raw volume without a shape.
+    #[error("{path}: a raw volume needs a shape X,Y,Z")]
+    NeedsShape {
+        /// The volume.
+        path: PathBuf,
+    },
+    /// A volume's size is not what the shape and dtype say.
+    #[error("{path}: shape {x},{y},{z} of {dtype} needs {expected} bytes, the file has {actual}")]
+    SizeMismatch {
+        /// The volume.
+        path: PathBuf,
+        /// Voxels along x (fastest).
+        x: u64,
+        /// Voxels along y.
+        y: u64,
+        /// Voxels along z (slowest).
+        z: u64,
+        /// The dtype's name.
+        dtype: &'static str,
+        /// Bytes the shape needs.
+        expected: u64,
+        /// Bytes present.
+        actual: u64,
+    },
+    /// An array of the wrong shape or layout: a volume `.npy` that is not 3-D or disagrees with
+    /// the shape given, an FFT input that is not a 1-D C-order array.
+    #[error("{path}: {reason}")]
+    BadArray {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A transfer-function file that does not parse.
+    #[error("{path}:{line}: {reason}")]
+    Transfer {
+        /// The transfer-function file.
+        path: PathBuf,
+        /// 1-based line number (0 when the fault is the file as a whole).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing a rendered image failed.
+    #[error("{path}: cannot write the image")]
+    WriteImage {
+        /// The image file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    // ---- FFT (`fft`) ----
+    /// A transform length that is not a power of two (`fft` rule 2).
+    #[error("length {n} is not a power of two")]
+    NotPowerOfTwo {
+        /// The length.
+        n: usize,
+    },
+    /// A process count that does not fit the length (`fft` rule 2).
+    #[error("{p} processes cannot transform length {n}: p must be a power of two with p² ≤ n")]
+    BadProcs {
+        /// The length.
+        n: usize,
+        /// The process count.
+        p: usize,
+    },
+    /// A buffer of the wrong length for an FFT plan.
+    #[error("{what} has {got} elements, the plan needs {expected}")]
+    Length {
+        /// Which buffer.
+        what: &'static str,
+        /// The length the plan needs.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// `fft_spmd` called in a section whose size is not the plan's p.
+    #[error("the plan is for {p} processes, the BSP section has {nprocs}")]
+    SectionSize {
+        /// The plan's p.
+        p: usize,
+        /// The section's size.
+        nprocs: usize,
+    },
+    /// An error about the data of a file (an FFT input's length, say).
+    #[error("{path}")]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Box<Error>,
     },
 }

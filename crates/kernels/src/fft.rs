@@ -23,11 +23,13 @@
 //! # Contract
 //! 1. [`Fft::process`] gives `numpy.fft.fft` (or `ifft`) of its input, within a relative L2
 //!    error of ~1e-15·log n, for every n = 2^k and valid p; p = 1 runs rustfft directly.
-//! 2. `n` must be a power of two ([`FftError::NotPowerOfTwo`]); `p` a power of two with
-//!    p² ≤ n ([`FftError::BadProcs`]); a plan never sees other shapes.
-//! 3. A plan runs its p processes on the threads backend ([`sluice_bsp::exec_with`], p threads
-//!    whatever the core count); the same steps run from inside any BSP section with
-//!    [`fft_spmd`], which takes and returns the distributed vectors.
+//! 2. `n` must be a power of two ([`Error::NotPowerOfTwo`]); `p` a power of two with
+//!    p² ≤ n ([`Error::BadProcs`]); a plan never sees other shapes.
+//! 3. A plan runs its p processes on the threads backend: p threads (whatever the core count)
+//!    started with the plan and kept (`section`), which join a fresh BSP section
+//!    ([`sluice_bsp::hook`]) on each call, so a call spawns no thread and allocates no buffer
+//!    after the first; the same steps run from inside any BSP section with [`fft_spmd`], which
+//!    takes and returns the distributed vectors.
 //! 4. A plan keeps each process's buffers between calls (2·n/p + O(√n) values per process); it is
 //!    `Sync`, and concurrent calls take turns.
 //! 5. [`file::fft_file`] reads a 1-D complex128 `.npy`, transforms it, and writes the result as a
@@ -37,6 +39,7 @@
 
 mod exchange;
 pub mod file;
+mod section;
 mod spmd;
 mod twiddle;
 
@@ -44,8 +47,10 @@ use std::sync::{Arc, Mutex};
 
 pub use rustfft::num_complex::Complex64;
 use rustfft::{Fft as RustFft, FftDirection, FftPlanner};
-use sluice_bsp::{Args, ExecConfig, Pid};
 pub use spmd::{LocalFft, fft_spmd};
+
+use crate::Error;
+use section::Section;
 
 use spmd::Workspace;
 
@@ -69,91 +74,22 @@ impl Direction {
     }
 }
 
-/// What can go wrong in the FFT. Variants about a file name it.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FftError {
-    /// The length is not a power of two (rule 2).
-    #[error("length {n} is not a power of two")]
-    NotPowerOfTwo {
-        /// The length.
-        n: usize,
-    },
-    /// The process count does not fit the length (rule 2).
-    #[error("{p} processes cannot transform length {n}: p must be a power of two with p² ≤ n")]
-    BadProcs {
-        /// The length.
-        n: usize,
-        /// The process count.
-        p: usize,
-    },
-    /// A buffer of the wrong length.
-    #[error("{what} has {got} elements, the plan needs {expected}")]
-    Length {
-        /// Which buffer.
-        what: &'static str,
-        /// The length the plan needs.
-        expected: usize,
-        /// The length given.
-        got: usize,
-    },
-    /// [`fft_spmd`] called in a section whose size is not the plan's p.
-    #[error("the plan is for {p} processes, the BSP section has {nprocs}")]
-    SectionSize {
-        /// The plan's p.
-        p: usize,
-        /// The section's size.
-        nprocs: usize,
-    },
-    /// The BSP layer failed.
-    #[error("BSP layer")]
-    Bsp(#[from] sluice_bsp::Error),
-    /// Reading or checking an input file failed (its message names the file).
-    #[error(transparent)]
-    Kernel(#[from] crate::Error),
-    /// An input `.npy` that is not a 1-D C-order array.
-    #[error("{path}: {reason}")]
-    BadArray {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// An error about the data of a file (its length, say).
-    #[error("{path}")]
-    InFile {
-        /// The file.
-        path: std::path::PathBuf,
-        /// The error.
-        #[source]
-        source: Box<FftError>,
-    },
-    /// Writing the output failed.
-    #[error("{path}: cannot write")]
-    Write {
-        /// The output path.
-        path: std::path::PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 /// Checks rule 2.
-fn check_shape(n: usize, p: usize) -> Result<(), FftError> {
+fn check_shape(n: usize, p: usize) -> Result<(), Error> {
     if !n.is_power_of_two() {
-        return Err(FftError::NotPowerOfTwo { n });
+        return Err(Error::NotPowerOfTwo { n });
     }
     if !p.is_power_of_two() || p.checked_mul(p).is_none_or(|pp| pp > n) {
-        return Err(FftError::BadProcs { n, p });
+        return Err(Error::BadProcs { n, p });
     }
     Ok(())
 }
 
-/// Fewest values per process for which [`default_procs`] goes parallel. Below it, starting p
-/// threads and two syncs cost more than they save: n = 2^16 took 0.59 ms on 2 processes and
-/// 0.28 ms on 1 (medians of 50 calls, 2-core machine under load; FFTW with 2 threads: 0.27 ms).
-pub const MIN_VALUES_PER_PROCESS: usize = 1 << 16;
+/// Fewest values per process for which [`default_procs`] goes parallel. Below it, waking p
+/// threads and two syncs cost more than they save: on the quiet 2-core machine p = 2 lost to
+/// p = 1 at n = 2^17 and 2^18 (closing note of issue 12), and under load p = 1 was 2× faster at
+/// 2^18 (3.5 ms against 6.8 ms, load 10, kept section).
+pub const MIN_VALUES_PER_PROCESS: usize = 1 << 18;
 
 /// The p a caller without a preference should use: the largest valid p (rule 2) not above
 /// `max_p` that leaves each process at least [`MIN_VALUES_PER_PROCESS`] values (1 when none).
@@ -165,9 +101,15 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
     p
 }
 
+/// Largest n for which the sequential path copies the input and transforms out of place; above
+/// it, rustfft's immutable path (which saves the copy) is used. Medians of 30 calls, load 15, 2^16:
+/// copy 0.26–0.32 ms, immutable 0.33–0.34 ms (3 of 3 pairs); 2^22: copy 144–210 ms, immutable
+/// 62–180 ms (3 of 3 pairs).
+const COPY_MAX: usize = 1 << 16;
+
 /// What process s of [`Fft::process`] takes: its workspace, its chunks of the output, and where
 /// it leaves its error.
-type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<FftError>);
+type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<Error>);
 
 /// A transform of one length on one process count, ready to run many times (rule 4).
 #[derive(Debug)]
@@ -181,7 +123,7 @@ pub struct Fft {
 
 enum Kind {
     Sequential { fft: Arc<dyn RustFft<f64>>, n: usize, direction: Direction },
-    Parallel(LocalFft),
+    Parallel(LocalFft, Section),
 }
 
 impl std::fmt::Debug for Kind {
@@ -190,14 +132,14 @@ impl std::fmt::Debug for Kind {
             Kind::Sequential { n, direction, .. } => {
                 write!(f, "Sequential {{ n: {n}, direction: {direction:?} }}")
             }
-            Kind::Parallel(plan) => plan.fmt(f),
+            Kind::Parallel(plan, _) => plan.fmt(f),
         }
     }
 }
 
 impl Fft {
     /// Plans a length-`n` transform on `p` processes (rule 2 says which are valid).
-    pub fn new(n: usize, p: usize, direction: Direction) -> Result<Fft, FftError> {
+    pub fn new(n: usize, p: usize, direction: Direction) -> Result<Fft, Error> {
         check_shape(n, p)?;
         let kind = if p == 1 {
             let dir = match direction {
@@ -206,7 +148,7 @@ impl Fft {
             };
             Kind::Sequential { fft: FftPlanner::new().plan_fft(n, dir), n, direction }
         } else {
-            Kind::Parallel(LocalFft::new(n, p, direction)?)
+            Kind::Parallel(LocalFft::new(n, p, direction)?, Section::new(p)?)
         };
         let workspaces = (0..p).map(|_| Workspace::default()).collect();
         Ok(Fft { kind, workspaces: Mutex::new(workspaces), cancel: None })
@@ -224,7 +166,7 @@ impl Fft {
     pub fn len(&self) -> usize {
         match &self.kind {
             Kind::Sequential { n, .. } => *n,
-            Kind::Parallel(plan) => plan.len(),
+            Kind::Parallel(plan, _) => plan.len(),
         }
     }
 
@@ -237,15 +179,18 @@ impl Fft {
     pub fn procs(&self) -> usize {
         match &self.kind {
             Kind::Sequential { .. } => 1,
-            Kind::Parallel(plan) => plan.procs(),
+            Kind::Parallel(plan, _) => plan.procs(),
         }
     }
 
     /// Bytes of workspace a call uses besides input and output (all processes together).
     pub fn workspace_bytes(&self) -> u64 {
         let elems = match &self.kind {
-            Kind::Sequential { fft, .. } => fft.get_inplace_scratch_len(),
-            Kind::Parallel(plan) => plan.procs() * plan.workspace_len(),
+            Kind::Sequential { fft, n, .. } if *n <= COPY_MAX => {
+                n + fft.get_outofplace_scratch_len()
+            }
+            Kind::Sequential { fft, .. } => fft.get_immutable_scratch_len(),
+            Kind::Parallel(plan, _) => plan.procs() * plan.workspace_len(),
         };
         (elems * std::mem::size_of::<Complex64>()) as u64
     }
@@ -253,28 +198,38 @@ impl Fft {
     /// `output` = the transform of `input` (rule 1). Both hold n values. With p > 1, runs a BSP
     /// section of p threads: process s gathers x[s + p·l] from `input` (the cyclic
     /// distribution), and writes its block-cyclic share of y straight into `output`.
-    pub fn process(&self, input: &[Complex64], output: &mut [Complex64]) -> Result<(), FftError> {
+    pub fn process(&self, input: &[Complex64], output: &mut [Complex64]) -> Result<(), Error> {
         let n = self.len();
         for (what, got) in [("input", input.len()), ("output", output.len())] {
             if got != n {
-                return Err(FftError::Length { what, expected: n, got });
+                return Err(Error::Length { what, expected: n, got });
             }
         }
         let cancel = self.cancel.as_deref();
         spmd::check_cancel(cancel)?;
         let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        let plan = match &self.kind {
+        let (plan, section) = match &self.kind {
             Kind::Sequential { fft, direction, .. } => {
-                output.copy_from_slice(input);
-                let scratch = workspaces[0].scratch_mut(fft.get_inplace_scratch_len());
-                fft.process_with_scratch(output, scratch);
+                let ws = &mut workspaces[0];
+                if n <= COPY_MAX {
+                    // Out of place from a kept copy (rustfft's in-place path copies once more).
+                    let mut local = ws.take_local(n);
+                    local.copy_from_slice(input);
+                    let scratch = ws.scratch_mut(fft.get_outofplace_scratch_len());
+                    fft.process_outofplace_with_scratch(&mut local, output, scratch);
+                    ws.put_local(local);
+                } else {
+                    // rustfft's immutable path reads the input in its first pass: no copy.
+                    let scratch = ws.scratch_mut(fft.get_immutable_scratch_len());
+                    fft.process_immutable_with_scratch(input, output, scratch);
+                }
                 if *direction == Direction::Inverse {
                     let scale = 1.0 / n as f64;
                     output.iter_mut().for_each(|y| *y *= scale);
                 }
                 return Ok(());
             }
-            Kind::Parallel(plan) => plan,
+            Kind::Parallel(plan, section) => (plan, section),
         };
         let p = plan.procs();
         let b = n / p / p;
@@ -289,29 +244,23 @@ impl Fft {
             .zip(shares)
             .map(|(ws, out)| Mutex::new((ws, out, None)))
             .collect();
-        let config = ExecConfig { max_p: Some(p as Pid), ..ExecConfig::default() };
-        let ran = sluice_bsp::exec_with(
-            &config,
-            p as Pid,
-            |ctx, s, _, _| {
-                let mut cell = cells[s as usize].lock().unwrap_or_else(|e| e.into_inner());
-                let (ws, share, result) = &mut *cell;
-                let mut run = |ctx: &mut sluice_bsp::Ctx| -> Result<(), FftError> {
-                    spmd::prologue(ctx, p)?;
-                    let mut local = ws.take_local(n / p);
-                    for (x, v) in local.iter_mut().zip(input[s as usize..].iter().step_by(p)) {
-                        *x = *v;
-                    }
-                    let done = plan.run_process(ctx, ws, &mut local, share, cancel);
-                    ws.put_local(local);
-                    done
-                };
-                if let Err(e) = run(ctx) {
-                    *result = Some(e);
+        let ran = section.run(|ctx, s| {
+            let mut cell = cells[s as usize].lock().unwrap_or_else(|e| e.into_inner());
+            let (ws, share, result) = &mut *cell;
+            let mut run = |ctx: &mut sluice_bsp::Ctx| -> Result<(), Error> {
+                spmd::prologue(ctx, p)?;
+                let mut local = ws.take_local(n / p);
+                for (x, row) in local.iter_mut().zip(input.chunks_exact(p)) {
+                    *x = row[s as usize];
                 }
-            },
-            Args::none(),
-        );
+                let done = plan.run_process(ctx, ws, &mut local, share, cancel);
+                ws.put_local(local);
+                done
+            };
+            if let Err(e) = run(ctx) {
+                *result = Some(e);
+            }
+        });
         // A process's own error says more than the `PeerFailed` its peers then see.
         let own =
             cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
@@ -325,16 +274,16 @@ impl Fft {
 
 /// The forward FFT of `data` in place on `p` processes (rule 1): a plan, one call, and a copy of
 /// the input (n values). Plan once with [`Fft::new`] to transform many vectors.
-pub fn fft(data: &mut [Complex64], p: usize) -> Result<(), FftError> {
+pub fn fft(data: &mut [Complex64], p: usize) -> Result<(), Error> {
     transform(data, p, Direction::Forward)
 }
 
 /// The inverse FFT (scaled by 1/n, as `numpy.fft.ifft`) of `data` in place on `p` processes.
-pub fn ifft(data: &mut [Complex64], p: usize) -> Result<(), FftError> {
+pub fn ifft(data: &mut [Complex64], p: usize) -> Result<(), Error> {
     transform(data, p, Direction::Inverse)
 }
 
-fn transform(data: &mut [Complex64], p: usize, direction: Direction) -> Result<(), FftError> {
+fn transform(data: &mut [Complex64], p: usize, direction: Direction) -> Result<(), Error> {
     transform_cancellable(data, p, direction, None)
 }
 
@@ -344,7 +293,7 @@ pub fn transform_cancellable(
     p: usize,
     direction: Direction,
     cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
-) -> Result<(), FftError> {
+) -> Result<(), Error> {
     let mut plan = Fft::new(data.len(), p, direction)?;
     if let Some(flag) = cancel {
         plan = plan.with_cancel(flag);

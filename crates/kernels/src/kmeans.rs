@@ -128,8 +128,7 @@ fn open_matrix(path: &Path, config: &KmeansConfig) -> Result<Matrix, KmeansError
             path: path.to_path_buf(),
             descr: info.dtype.descr(),
             reason: "k-means runs on f32 or f64".into(),
-        }
-        .into());
+        });
     }
     let bad = |reason: String| KmeansError::Shape {
         path: path.to_path_buf(),
@@ -210,8 +209,7 @@ pub(crate) fn setup(
             key: "k".into(),
             value: k.to_string(),
             expected: format!("at most {MAX_K}"),
-        }
-        .into());
+        });
     }
     if k as u64 > m.n {
         return Err(KmeansError::TooFewRecords { path: path.to_path_buf(), n: m.n, k });

@@ -71,17 +71,18 @@
 //!   kmeans/simd.rs*    the AVX2+FMA version of that loop (and a hand-written tile), at run time
 //!   kmeans/kernel.rs   the block kernel, per-block sums, farthest records, the update step
 //!   kmeans/tree.rs     a pass's sums in the canonical block tree; rank stripes (dist too)
-//!   kmeans/report.rs   KmeansReport, the centres file, KmeansError
+//!   kmeans/report.rs   KmeansReport, the centres file, KmeansError (an alias of Error)
 //! vren.rs              volume rendering (MIP, front-to-back compositing) to PNG: contract
 //!   vren/config.rs     VrenConfig, from fields or hints
 //!   vren/volume.rs     the volume's layout: raw or .npy, shape, dtype
 //!   vren/transfer.rs   transfer functions: presets and the `VALUE R G B A` file format
 //!   vren/kernel.rs     the slab kernel and the ordered compositing fold
+//!   vren/view.rs       arbitrary views by shear-warp over the streamed slices
 //!   vren/image.rs      the picture: resize, PNG out (atomic)
-//!   vren/error.rs      VrenError
-//! fft.rs               the BSP FFT (Bisseling–Inda): contract, Fft, fft(), ifft(), FftError
+//! fft.rs               the BSP FFT (Bisseling–Inda): contract, Fft, fft(), ifft()
 //!   fft/spmd.rs        one process's steps; LocalFft and fft_spmd for running BSP programs
 //!   fft/exchange.rs*   the one redistribution superstep (registers buffers: unsafe)
+//!   fft/section.rs     the kept BSP section: p threads that hook a fresh section per call
 //!   fft/twiddle.rs     twiddle factors from two √n tables
 //!   fft/file.rs        complex128 .npy in and out; fft_file
 //! npy.rs               .npy header parsing and writing
@@ -89,7 +90,7 @@
 //! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
 //! pairwise.rs          pairwise and Neumaier summation
 //! hints.rs             active-storage hints: key=value parameters, Hinted
-//! error.rs             Error, the crate's one error type
+//! error.rs             Error, the crate's one error type (every kernel's errors)
 //! ```
 
 #![warn(missing_docs)]

@@ -37,21 +37,23 @@
 //!    with shape × dtype, a `.npy` that is not 3-D or disagrees with the shape or dtype given,
 //!    an unsupported dtype, a transfer-function file that does not parse (with its line).
 //!
-//! Only axis-aligned views exist so far; a `view` hint (ray casting at an angle) is refused.
+//! 9. **Views.** With `view` (azimuth, elevation) the rays run in any direction: shear-warp over
+//!    the same single streamed pass ([`view`] has its own rules); the same modes and transfer
+//!    function; `size` resizes its image as in rule 5. View `(0, 0)` equals `axis z` exactly.
 //!
 //! # Modules
 //! - `config`: [`VrenConfig`] from fields or hints; [`Axis`], [`Mode`], [`TransferSpec`].
 //! - `volume`: what a file holds (rules 1, 8): [`open_volume`], [`Volume`].
 //! - `transfer`: [`Transfer`], presets and the control-point file format.
 //! - `kernel`: [`VrenKernel`], [`Slab`] and the stream-order fold [`Canvas`] (rules 2–4, 6).
+//! - `view`: arbitrary views by shear-warp: [`view::Shear`], [`view::ShearFold`] (rule 9).
 //! - `image`: accumulators to RGB, resizing and the PNG file (rules 3–5, 7): [`RgbImage`].
-//! - `error`: [`VrenError`].
 
 mod config;
-mod error;
 mod image;
 mod kernel;
 mod transfer;
+pub mod view;
 mod volume;
 
 use std::num::NonZeroUsize;
@@ -60,10 +62,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sluice_io::{Budget, OutputFile, Pipeline, Plan, RecordLayout, RunStats};
 
-use crate::{Dtype, Endian, Scalar, npy};
+use crate::{Dtype, Endian, Error, Scalar, npy};
 
 pub use config::{Axis, MAX_SIDE, Mode, PRESETS, TransferSpec, VrenConfig};
-pub use error::VrenError;
 pub use image::RgbImage;
 pub use kernel::{Canvas, F32_LUT_LEN, Geometry, Lut, Px, Slab, SlabBody, VrenKernel};
 pub use transfer::{Rgba, Transfer};
@@ -80,8 +81,10 @@ pub struct VrenReport {
     pub dtype: String,
     /// Voxels along x, y, z.
     pub shape: [u64; 3],
-    /// `x`, `y` or `z`.
+    /// `x`, `y` or `z`, or `view` for an arbitrary view.
     pub axis: &'static str,
+    /// The view's azimuth and elevation in degrees (`--view`), if one was asked for.
+    pub view: Option<(f64, f64)>,
     /// `mip` or `composite`.
     pub mode: &'static str,
     /// Width and height of the image written.
@@ -96,7 +99,7 @@ pub fn render(
     config: &VrenConfig,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<(RgbImage, VrenReport), VrenError> {
+) -> Result<(RgbImage, VrenReport), Error> {
     let volume = open_volume(path, config)?;
     let scalar = volume.dtype.scalar;
     let (lo, hi) = config.range.unwrap_or(match scalar {
@@ -105,13 +108,31 @@ pub fn render(
         _ => (0.0, 1.0),
     });
     let tf = Transfer::load(config.transfer.as_ref(), lo, hi)?;
-    let too_big = |_| VrenError::BadShape {
+    let too_big = |_| Error::BadArray {
         path: path.to_path_buf(),
         reason: "the volume's sides do not fit this machine's address space".into(),
     };
     let shape = volume.shape.map(usize::try_from);
     let shape =
         [shape[0].map_err(too_big)?, shape[1].map_err(too_big)?, shape[2].map_err(too_big)?];
+    if let Some((az, el)) = config.view {
+        let shear = view::Shear::new(shape, az, el);
+        let _buffers =
+            budget.reserve("the view's slices and images", shear.bytes(scalar.size()))?;
+        let _lut = budget.reserve("the transfer table", Lut::bytes_for(scalar))?;
+        let lut = Lut::new(&tf, scalar);
+        let mut fold = view::ShearFold::new(&shear, config.mode, scalar, &lut);
+        let row = NonZeroUsize::new(volume.row_bytes() as usize).expect("shape checked positive");
+        let mut plan = Plan::new(RecordLayout::Fixed(row));
+        plan.push_extent(path, volume.data_offset, volume.data_len())?;
+        let run = pipeline.run_ordered(&plan, &view::RowsKernel, |bytes| fold.add(&bytes))?;
+        let pixels = shear.warp(&fold.finish(), config.mode);
+        let (width, height) = shear.size;
+        let image = image::to_rgb(&pixels, width, height, config.mode, &tf);
+        let image = finish_image(image, config);
+        let report = report(path, &volume, config, ("view", &image), run);
+        return Ok((image, report));
+    }
     let geometry = Geometry { shape, axis: config.axis };
     let (width, height) = geometry.image_size();
     let px = std::mem::size_of::<Px>() as u64;
@@ -124,21 +145,38 @@ pub fn render(
     let mut plan = Plan::new(RecordLayout::Fixed(row));
     plan.push_extent(path, volume.data_offset, volume.data_len())?;
     let run = pipeline.run_ordered(&plan, &kernel, |slab| canvas.add(&kernel, slab))?;
-    let mut image = image::to_rgb(&canvas.pixels, width, height, config.mode, &tf);
-    if let Some((w, h)) = config.size {
-        image = image.resize(w as usize, h as usize);
+    let image = image::to_rgb(&canvas.pixels, width, height, config.mode, &tf);
+    let image = finish_image(image, config);
+    let report = report(path, &volume, config, (config.axis.name(), &image), run);
+    Ok((image, report))
+}
+
+/// Rule 5.
+fn finish_image(image: RgbImage, config: &VrenConfig) -> RgbImage {
+    match config.size {
+        Some((w, h)) => image.resize(w as usize, h as usize),
+        None => image,
     }
-    let report = VrenReport {
+}
+
+fn report(
+    path: &Path,
+    volume: &Volume,
+    config: &VrenConfig,
+    (axis, image): (&'static str, &RgbImage),
+    run: RunStats,
+) -> VrenReport {
+    VrenReport {
         file: path.to_path_buf(),
         format: if volume.data_offset > 0 { "npy" } else { "raw" },
         dtype: volume.dtype.descr(),
         shape: volume.shape,
-        axis: config.axis.name(),
+        axis,
+        view: config.view,
         mode: config.mode.name(),
         image: (image.width, image.height),
         run,
-    };
-    Ok((image, report))
+    }
 }
 
 /// Renders the volume in `path` and writes the PNG to `output` (rule 7).
@@ -148,7 +186,7 @@ pub fn render_to_png(
     output: &Path,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<VrenReport, VrenError> {
+) -> Result<VrenReport, Error> {
     let (image, report) = render(path, config, pipeline, budget)?;
     image.write_png(output)?;
     Ok(report)
@@ -157,8 +195,8 @@ pub fn render_to_png(
 /// Writes a generated `n × n × n` u8 volume to `path` as a C-order `.npy` (for demos and
 /// benchmarks): a bright spherical shell, a dimmer solid ball off centre inside it, and a faint
 /// ramp along z. `n ≥ 8`.
-pub fn demo_volume(path: &Path, n: usize) -> Result<(), VrenError> {
-    let fail = |source| VrenError::Write { path: path.to_path_buf(), source };
+pub fn demo_volume(path: &Path, n: usize) -> Result<(), Error> {
+    let fail = |source| Error::WriteImage { path: path.to_path_buf(), source };
     let n = n.max(8);
     let mut out = OutputFile::create(path).map_err(fail)?;
     let side = n as u64;
@@ -204,12 +242,12 @@ pub fn demo_render(
     n: usize,
     pipeline: &Pipeline,
     budget: &Budget,
-) -> Result<(PathBuf, VrenReport), VrenError> {
+) -> Result<(PathBuf, VrenReport), Error> {
     let volume = dir.join("vren-volume.npy");
     demo_volume(&volume, n)?;
     let transfer = dir.join("vren-transfer.txt");
     std::fs::write(&transfer, DEMO_TRANSFER)
-        .map_err(|source| VrenError::Write { path: transfer.clone(), source })?;
+        .map_err(|source| Error::WriteImage { path: transfer.clone(), source })?;
     let config = VrenConfig {
         mode: Mode::Composite,
         transfer: Some(TransferSpec::File(transfer)),

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use numpy::{Complex64, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use sluice_kernels::fft::{Direction, FftError};
+use sluice_kernels::fft::Direction;
 use sluice_kernels::{Hinted, KmeansConfig, KmeansError};
 
 use crate::errors::{self, BspError, InputError};
@@ -54,10 +54,7 @@ impl Kmeans {
 }
 
 fn kmeans_error(e: &KmeansError) -> PyErr {
-    match e {
-        KmeansError::Kernel(k) => errors::kernel(k),
-        _ => InputError::new_err(errors::message(e, None)),
-    }
+    errors::kernel(e)
 }
 
 /// k-means (Lloyd) over the records of `path`; see `sluice.pyi`.
@@ -153,10 +150,10 @@ pub(crate) fn fft<'py>(
         sluice_kernels::fft::transform_cancellable(&mut data, p, direction, Some(flag))
     })?;
     done.map_err(|e| match e {
-        FftError::Kernel(sluice_kernels::Error::Io(sluice_io::Error::Cancelled)) => {
+        sluice_kernels::Error::Io(sluice_io::Error::Cancelled) => {
             pyo3::exceptions::PyKeyboardInterrupt::new_err("fft: interrupted")
         }
-        FftError::Bsp(_) => BspError::new_err(errors::message(&e, Some("fft"))),
+        sluice_kernels::Error::Bsp(_) => BspError::new_err(errors::message(&e, Some("fft"))),
         _ => InputError::new_err(errors::message(&e, Some("fft"))),
     })?;
     Ok(PyArray1::from_vec(py, data))

@@ -43,8 +43,7 @@ pub fn kmeans_parts(
             key: "parts".into(),
             value: format!("{} parts on {p} ranks", parts.len()),
             expected: "one part per rank (mpirun -np as many as the parts)".into(),
-        }
-        .into());
+        });
     }
     if config.init == Init::KMeansPlusPlus {
         return Err(KmeansError::Init {

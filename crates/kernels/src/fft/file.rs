@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sluice_io::{Budget, OutputFile, Reservation};
 
-use super::{Complex64, Direction, Fft, FftError, default_procs};
+use super::{Complex64, Direction, Fft, default_procs};
 use crate::npy::{NpyDtype, NpyHeader, read_header_as};
 use crate::{Endian, Error};
 
@@ -63,9 +63,9 @@ pub struct Loaded {
 
 /// Reads and checks the header of the 1-D complex128 `.npy` at `path` (rule 1); returns it
 /// and the length n.
-pub fn check_npy(path: &Path) -> Result<(NpyHeader<Complex128>, usize), FftError> {
+pub fn check_npy(path: &Path) -> Result<(NpyHeader<Complex128>, usize), Error> {
     let header = read_header_as::<Complex128>(path)?;
-    let bad = |reason: String| FftError::BadArray { path: path.to_path_buf(), reason };
+    let bad = |reason: String| Error::BadArray { path: path.to_path_buf(), reason };
     if header.fortran_order {
         return Err(bad("Fortran-order arrays are not supported (save it in C order)".into()));
     }
@@ -74,15 +74,15 @@ pub fn check_npy(path: &Path) -> Result<(NpyHeader<Complex128>, usize), FftError
     };
     let n = usize::try_from(n).map_err(|_| bad(format!("{n} elements do not fit in memory")))?;
     if !n.is_power_of_two() {
-        return Err(in_file(path, FftError::NotPowerOfTwo { n }));
+        return Err(in_file(path, Error::NotPowerOfTwo { n }));
     }
     Ok((header, n))
 }
 
 /// Reads the 1-D complex128 `.npy` at `path` (rules 1 and 2).
-pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, FftError> {
+pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, Error> {
     let (header, n) = check_npy(path)?;
-    let bad = |reason: String| FftError::BadArray { path: path.to_path_buf(), reason };
+    let bad = |reason: String| Error::BadArray { path: path.to_path_buf(), reason };
     let reservation = budget
         .reserve(&format!("input {}", path.display()), (n * 16) as u64)
         .map_err(Error::from)?;
@@ -112,8 +112,8 @@ pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, FftError> {
 }
 
 /// Writes `data` as a `<c16` `.npy` at `path` (rule 3).
-pub fn write_npy(path: &Path, data: &[Complex64]) -> Result<(), FftError> {
-    let write_err = |source| FftError::Write { path: path.to_path_buf(), source };
+pub fn write_npy(path: &Path, data: &[Complex64]) -> Result<(), Error> {
+    let write_err = |source| Error::Write { path: path.to_path_buf(), source };
     let mut out = OutputFile::create(path).map_err(write_err)?;
     out.write_all(&sluice_io::npy_header("'<c16'", &[data.len() as u64], false))
         .map_err(write_err)?;
@@ -162,7 +162,7 @@ pub fn fft_file(
     output: &Path,
     config: &FileConfig,
     budget: &Budget,
-) -> Result<FileReport, FftError> {
+) -> Result<FileReport, Error> {
     let (_, n) = check_npy(input)?;
     let cores = sluice_bsp::ExecConfig::default().root_p() as usize;
     let p = config.procs.unwrap_or_else(|| default_procs(n, cores));
@@ -188,6 +188,6 @@ pub fn fft_file(
     Ok(FileReport { n, procs: p, transform_times, plan_time, output: output.to_path_buf() })
 }
 
-fn in_file(path: &Path, source: FftError) -> FftError {
-    FftError::InFile { path: path.to_path_buf(), source: Box::new(source) }
+fn in_file(path: &Path, source: Error) -> Error {
+    Error::InFile { path: path.to_path_buf(), source: Box::new(source) }
 }

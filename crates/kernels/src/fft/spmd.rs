@@ -9,7 +9,8 @@ use sluice_bsp::{Args, Ctx};
 
 use super::exchange::exchange;
 use super::twiddle::Twiddles;
-use super::{Direction, FftError, check_shape};
+use super::{Direction, check_shape};
+use crate::Error;
 
 /// Columns per tile of step 3: `TILE × p` elements (p = 2: 8 KiB) stay in L1 between the
 /// twiddle-and-gather, the p-point FFTs and the scatter.
@@ -76,8 +77,8 @@ impl Workspace {
 
 impl LocalFft {
     /// The plan of a length-`n` transform on `p` processes: `n` a power of two, `p` a power of
-    /// two with `p² ≤ n` ([`FftError::NotPowerOfTwo`], [`FftError::BadProcs`]).
-    pub fn new(n: usize, p: usize, direction: Direction) -> Result<LocalFft, FftError> {
+    /// two with `p² ≤ n` ([`Error::NotPowerOfTwo`], [`Error::BadProcs`]).
+    pub fn new(n: usize, p: usize, direction: Direction) -> Result<LocalFft, Error> {
         check_shape(n, p)?;
         let dir = match direction {
             Direction::Forward => FftDirection::Forward,
@@ -219,12 +220,12 @@ impl LocalFft {
         local: &mut [Complex64],
         out: &mut [&mut [Complex64]],
         cancel: Option<&std::sync::atomic::AtomicBool>,
-    ) -> Result<(), FftError> {
+    ) -> Result<(), Error> {
         let (n, p) = (self.n, self.p);
         let (m, b) = (n / p, n / p / p);
         let s = ctx.pid() as usize;
         if ctx.nprocs() as usize != p {
-            return Err(FftError::SectionSize { p, nprocs: ctx.nprocs() as usize });
+            return Err(Error::SectionSize { p, nprocs: ctx.nprocs() as usize });
         }
         assert!(local.len() == m && out.len() == p && out.iter().all(|c| c.len() == b));
         ws.z.resize(m, Complex64::default());
@@ -243,10 +244,10 @@ impl LocalFft {
 }
 
 /// `Cancelled` once a front end's flag is set ([`super::Fft::with_cancel`]).
-pub(super) fn check_cancel(cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<(), FftError> {
+pub(super) fn check_cancel(cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<(), Error> {
     match cancel {
         Some(f) if f.load(std::sync::atomic::Ordering::Relaxed) => {
-            Err(crate::Error::from(sluice_io::Error::Cancelled).into())
+            Err(Error::from(sluice_io::Error::Cancelled))
         }
         _ => Ok(()),
     }
@@ -261,21 +262,21 @@ pub(super) fn check_cancel(cancel: Option<&std::sync::atomic::AtomicBool>) -> Re
 /// which is clobbered, and receives in `out` (n/p elements) the block-cyclic distribution with
 /// block b = n/p²: `out[k2·b + q] = y[m·k2 + s·b + q]` for k2 in 0..p, q in 0..b.
 ///
-/// Errors: [`FftError::SectionSize`] when the section does not have p processes,
-/// [`FftError::Length`] when a buffer does not hold n/p elements, [`FftError::Bsp`] otherwise.
+/// Errors: [`Error::SectionSize`] when the section does not have p processes,
+/// [`Error::Length`] when a buffer does not hold n/p elements, [`Error::Bsp`] otherwise.
 pub fn fft_spmd(
     ctx: &mut Ctx,
     plan: &LocalFft,
     local: &mut [Complex64],
     out: &mut [Complex64],
-) -> Result<(), FftError> {
+) -> Result<(), Error> {
     let (n, p) = (plan.n, plan.p);
     if ctx.nprocs() as usize != p {
-        return Err(FftError::SectionSize { p, nprocs: ctx.nprocs() as usize });
+        return Err(Error::SectionSize { p, nprocs: ctx.nprocs() as usize });
     }
     for (what, got) in [("local input", local.len()), ("local output", out.len())] {
         if got != n / p {
-            return Err(FftError::Length { what, expected: n / p, got });
+            return Err(Error::Length { what, expected: n / p, got });
         }
     }
     let mut chunks: Vec<&mut [Complex64]> = out.chunks_mut(n / p / p).collect();
@@ -294,7 +295,7 @@ pub fn fft_spmd(
 
 /// LPF's canonical prologue in a fresh context: capacity for the exchange (2 slots, 2p
 /// messages), in force after one sync.
-pub(super) fn prologue(ctx: &mut Ctx, p: usize) -> Result<(), FftError> {
+pub(super) fn prologue(ctx: &mut Ctx, p: usize) -> Result<(), Error> {
     ctx.resize_memory_register(2)?;
     ctx.resize_message_queue(2 * p)?;
     ctx.sync()?;

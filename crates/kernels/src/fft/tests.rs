@@ -1,4 +1,5 @@
 use super::*;
+use sluice_bsp::{Args, ExecConfig, Pid};
 
 fn naive(x: &[Complex64], direction: Direction) -> Vec<Complex64> {
     let n = x.len();
@@ -94,20 +95,20 @@ fn rule3_fft_spmd_takes_cyclic_input_and_gives_block_cyclic_output() {
 
 #[test]
 fn rule2_bad_shapes_are_refused() {
-    assert!(matches!(Fft::new(12, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 12 })));
-    assert!(matches!(Fft::new(16, 8, Direction::Forward), Err(FftError::BadProcs { .. })));
-    assert!(matches!(Fft::new(64, 3, Direction::Forward), Err(FftError::BadProcs { .. })));
-    assert!(matches!(Fft::new(0, 1, Direction::Forward), Err(FftError::NotPowerOfTwo { n: 0 })));
+    assert!(matches!(Fft::new(12, 1, Direction::Forward), Err(Error::NotPowerOfTwo { n: 12 })));
+    assert!(matches!(Fft::new(16, 8, Direction::Forward), Err(Error::BadProcs { .. })));
+    assert!(matches!(Fft::new(64, 3, Direction::Forward), Err(Error::BadProcs { .. })));
+    assert!(matches!(Fft::new(0, 1, Direction::Forward), Err(Error::NotPowerOfTwo { n: 0 })));
     let plan = Fft::new(16, 2, Direction::Forward).unwrap();
     let err = plan.process(&[Complex64::default(); 8], &mut [Complex64::default(); 16]);
-    assert!(matches!(err, Err(FftError::Length { what: "input", expected: 16, got: 8 })));
+    assert!(matches!(err, Err(Error::Length { what: "input", expected: 16, got: 8 })));
     let fits = |n: usize, p: usize| check_shape(n, p).is_ok() && n / p >= MIN_VALUES_PER_PROCESS;
-    for (n, max_p) in [(16, 64), (1 << 16, 2), (1 << 17, 2), (1 << 20, 6), (1 << 26, 64), (2, 8)] {
+    for (n, max_p) in [(16, 64), (1 << 18, 2), (1 << 19, 2), (1 << 20, 6), (1 << 26, 64), (2, 8)] {
         let p = default_procs(n, max_p);
         assert!(p == 1 || (fits(n, p) && p <= max_p), "n {n} max_p {max_p}: p {p}");
         assert!(2 * p > max_p || !fits(n, 2 * p), "n {n} max_p {max_p}: p {p} is not the largest");
     }
-    assert_eq!((default_procs(1 << 17, 2), default_procs(1 << 16, 2)), (2, 1));
+    assert_eq!((default_procs(1 << 19, 2), default_procs(1 << 18, 2)), (2, 1));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The result of a k-means run ([`KmeansReport`], as it prints in JSON) and its errors
-//! ([`KmeansError`]).
+//! The result of a k-means run ([`KmeansReport`], as it prints in JSON) and the name of its
+//! errors ([`KmeansError`], an alias of the crate's [`Error`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,85 +10,10 @@ use sluice_io::{OutputFile, RunStats};
 use super::{Init, KmeansConfig, Matrix};
 use crate::{Error, Scalar};
 
-/// Everything that can go wrong in a k-means run: a [`Error`] (opening, the `.npy`
-/// header, options, the pipeline) or one of the k-means checks. Variants name the file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum KmeansError {
-    /// Opening, header, option or pipeline errors.
-    #[error(transparent)]
-    Kernel(#[from] Error),
-    /// The array is not `n` records of `d` values (rule 1).
-    #[error("{path}: shape {shape:?}: {reason}")]
-    Shape {
-        /// The file.
-        path: PathBuf,
-        /// Its shape (`[values]` for a raw file).
-        shape: Vec<u64>,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Fewer records than clusters.
-    #[error("{path}: {n} records cannot make k = {k} clusters (k must be at most the records)")]
-    TooFewRecords {
-        /// The file.
-        path: PathBuf,
-        /// Records in it.
-        n: u64,
-        /// Clusters asked for.
-        k: usize,
-    },
-    /// A NaN or an infinity in the data.
-    #[error("{path}: record {record} (byte offset {offset}) holds a NaN or an infinity")]
-    NonFinite {
-        /// The file.
-        path: PathBuf,
-        /// The first such record (0-based).
-        record: u64,
-        /// Its byte offset in the file.
-        offset: u64,
-    },
-    /// The initial centres file does not fit the data.
-    #[error("{path}: initial centres: {reason}")]
-    Init {
-        /// The centres file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// This process failed in a distributed run (`dist` rule 3).
-    #[error("rank {rank}")]
-    OnRank {
-        /// This process's rank.
-        rank: usize,
-        /// Its error.
-        #[source]
-        source: Box<KmeansError>,
-    },
-    /// Another process of a distributed run failed (`dist` rule 3).
-    #[error("rank {rank} failed: {message}")]
-    PeerFailed {
-        /// The lowest rank that failed.
-        rank: usize,
-        /// Its error, as it printed it.
-        message: String,
-    },
-    /// Writing an output (labels or centres) failed.
-    #[error("{path}: cannot write")]
-    Write {
-        /// The output.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<sluice_io::Error> for KmeansError {
-    fn from(e: sluice_io::Error) -> KmeansError {
-        KmeansError::Kernel(Error::Io(e))
-    }
-}
+/// What a k-means run returns on error: the crate's one [`Error`] enum (its `Shape`,
+/// `TooFewRecords`, `NonFinite`, `Init` and `Write` variants are k-means's own). The name stays so
+/// the k-means code reads as before.
+pub type KmeansError = Error;
 
 /// Why the iterations stopped (rule 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

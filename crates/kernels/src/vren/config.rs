@@ -66,6 +66,8 @@ pub struct VrenConfig {
     pub dtype: Option<Scalar>,
     /// The ray direction.
     pub axis: Axis,
+    /// An arbitrary view instead of `axis`: azimuth and elevation in degrees ([`super::view`]).
+    pub view: Option<(f64, f64)>,
     /// MIP or compositing.
     pub mode: Mode,
     /// The transfer function [default: the `gray` preset].
@@ -81,7 +83,7 @@ pub struct VrenConfig {
 pub const PRESETS: &str = "gray, hot, cool";
 
 impl Hinted for VrenConfig {
-    const KEYS: &'static str = "shape, dtype, axis, mode, transfer, range, size";
+    const KEYS: &'static str = "shape, dtype, axis, view, mode, transfer, range, size";
 
     fn apply_hint(&mut self, key: &str, value: &str) -> Result<(), Error> {
         match key {
@@ -106,11 +108,13 @@ impl Hinted for VrenConfig {
                 }
             }
             "view" => {
-                return Err(hints::bad_value(
-                    key,
-                    value,
-                    "supported: only axis-aligned views are implemented (use axis x|y|z)",
-                ));
+                let angles: Option<Vec<f64>> =
+                    value.split(',').map(|t| t.trim().parse::<f64>().ok()).collect();
+                let angles = angles.filter(|a| a.len() == 2 && a.iter().all(|v| v.is_finite()));
+                let a = angles.ok_or_else(|| {
+                    hints::bad_value(key, value, "AZ,EL (azimuth and elevation in degrees)")
+                })?;
+                self.view = Some((a[0], a[1]));
             }
             "mode" => {
                 self.mode = match value.to_ascii_lowercase().as_str() {
@@ -181,6 +185,7 @@ mod tests {
             ("transfer", "HOT"),
             ("range", "0,10"),
             ("size", "64,32"),
+            ("view", "30, -20.5"),
         ])
         .unwrap();
         assert_eq!(c.shape, Some([4, 5, 6]));
@@ -188,6 +193,7 @@ mod tests {
         assert_eq!((c.axis, c.mode), (Axis::Y, Mode::Composite));
         assert_eq!(c.transfer, Some(TransferSpec::Preset("hot".into())));
         assert_eq!((c.range, c.size), (Some((0.0, 10.0)), Some((64, 32))));
+        assert_eq!(c.view, Some((30.0, -20.5)));
         let file = VrenConfig::from_hints(&[("transfer", "tf.txt")]).unwrap();
         assert_eq!(file.transfer, Some(TransferSpec::File("tf.txt".into())));
         for (k, v) in [
@@ -198,7 +204,8 @@ mod tests {
             ("mode", "sum"),
             ("range", "2,1"),
             ("size", "0,3"),
-            ("view", "30,20"),
+            ("view", "30"),
+            ("view", "30,nan"),
         ] {
             let err = VrenConfig::from_hints(&[(k, v)]).unwrap_err().to_string();
             assert!(err.contains(k) && err.contains(v), "{err}");

@@ -6,7 +6,8 @@ use std::path::Path;
 use sluice_io::OutputFile;
 
 use super::kernel::Px;
-use super::{Mode, Transfer, VrenError};
+use super::{Mode, Transfer};
+use crate::Error;
 
 /// An 8-bit RGB image, rows top to bottom.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +68,8 @@ impl RgbImage {
 
     /// Writes the image as an 8-bit RGB PNG to `path`, beside it first and then renamed (a
     /// failed write leaves no half-written file).
-    pub fn write_png(&self, path: &Path) -> Result<(), VrenError> {
-        let fail = |source| VrenError::Write { path: path.to_path_buf(), source };
+    pub fn write_png(&self, path: &Path) -> Result<(), Error> {
+        let fail = |source| Error::WriteImage { path: path.to_path_buf(), source };
         let fail_png = |e: png::EncodingError| fail(std::io::Error::other(e));
         let mut out = OutputFile::create(path).map_err(fail)?;
         {

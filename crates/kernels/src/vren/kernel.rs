@@ -20,7 +20,7 @@ use super::config::Axis;
 pub type Px = [f32; 4];
 
 /// The empty accumulator of `mode`.
-fn empty(mode: Mode) -> Px {
+pub(super) fn empty(mode: Mode) -> Px {
     match mode {
         Mode::Mip => [f32::NEG_INFINITY, 0.0, 0.0, 0.0],
         Mode::Composite => [0.0; 4],
@@ -185,7 +185,7 @@ impl Voxel for f32 {
 
 /// Front-to-back "over": `acc` lies in front of `s` (both premultiplied).
 #[inline(always)]
-fn over(acc: &mut Px, s: &Px) {
+pub(super) fn over(acc: &mut Px, s: &Px) {
     let k = 1.0 - acc[3];
     for i in 0..4 {
         acc[i] += k * s[i];
@@ -249,6 +249,25 @@ fn lay_rows<T: Voxel>(k: &VrenKernel, rows: &[u8], r0: usize, p0: usize, pixels:
                 }
             }
         }
+    }
+}
+
+/// The values (`Mip`) or premultiplied colours (`Composite`, in `[..3]` and `[3]`) of the voxels
+/// of `bytes` (whole elements of `scalar`), as the axis renderer samples them: `Mip` keeps the
+/// value in `[0]`.
+pub(super) fn classify(mode: Mode, scalar: Scalar, lut: &Lut, bytes: &[u8], out: &mut Vec<Px>) {
+    fn go<T: Voxel>(mode: Mode, lut: &Lut, bytes: &[u8], out: &mut Vec<Px>) {
+        let voxels = bytes.chunks_exact(T::SIZE).map(T::load);
+        match mode {
+            Mode::Mip => out.extend(voxels.map(|v| [v.value(), 0.0, 0.0, 0.0])),
+            Mode::Composite => out.extend(voxels.map(|v| v.sample(lut))),
+        }
+    }
+    out.clear();
+    match scalar {
+        Scalar::U8 => go::<u8>(mode, lut, bytes, out),
+        Scalar::U16 => go::<u16>(mode, lut, bytes, out),
+        _ => go::<f32>(mode, lut, bytes, out),
     }
 }
 

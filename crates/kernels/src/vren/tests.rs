@@ -318,7 +318,7 @@ fn rule8_bad_input_names_the_file() {
     let err = render(&raw, &c, &p, &b).unwrap_err().to_string();
     assert!(err.contains("short.raw") && err.contains("60") && err.contains("59"), "{err}");
     let no_shape = VrenConfig { dtype: Some(Scalar::U8), ..VrenConfig::default() };
-    assert!(matches!(render(&raw, &no_shape, &p, &b), Err(VrenError::NeedsShape { .. })));
+    assert!(matches!(render(&raw, &no_shape, &p, &b), Err(Error::NeedsShape { .. })));
     let flat = dir.path().join("flat.npy");
     let mut bytes = npy::write_header(Dtype::new(Scalar::U8, Endian::Little), &[60], false);
     bytes.extend(vec![0u8; 60]);

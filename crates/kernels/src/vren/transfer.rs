@@ -19,12 +19,12 @@
 //! 2. Presets span the value range `[lo, hi]` (see [`VrenConfig::range`](super::VrenConfig)):
 //!    `gray` (colour and opacity = t, where t = (v − lo)/(hi − lo)), `hot` (black → red →
 //!    yellow → white at t = 0, 1/3, 2/3, 1; opacity t) and `cool` (cyan → magenta; opacity t).
-//! 3. A bad file is a [`VrenError::Transfer`] naming the file and line.
+//! 3. A bad file is a [`Error::Transfer`] naming the file and line.
 
 use std::path::Path;
 
-use super::VrenError;
 use super::config::TransferSpec;
+use crate::Error;
 
 /// RGBA in `[0, 1]`.
 pub type Rgba = [f64; 4];
@@ -39,14 +39,14 @@ pub struct Transfer {
 impl Transfer {
     /// The transfer function `spec` names, presets spanning `[lo, hi]` (rule 2); `None` means
     /// the `gray` preset.
-    pub fn load(spec: Option<&TransferSpec>, lo: f64, hi: f64) -> Result<Transfer, VrenError> {
+    pub fn load(spec: Option<&TransferSpec>, lo: f64, hi: f64) -> Result<Transfer, Error> {
         match spec {
             None => Ok(Transfer::preset("gray", lo, hi).expect("gray is a preset")),
             Some(TransferSpec::Preset(name)) => Transfer::preset(name, lo, hi).ok_or_else(|| {
-                VrenError::Transfer { path: name.into(), line: 0, reason: "no such preset".into() }
+                Error::Transfer { path: name.into(), line: 0, reason: "no such preset".into() }
             }),
             Some(TransferSpec::File(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|e| VrenError::Transfer {
+                let text = std::fs::read_to_string(path).map_err(|e| Error::Transfer {
                     path: path.clone(),
                     line: 0,
                     reason: format!("cannot read: {e}"),
@@ -74,8 +74,8 @@ impl Transfer {
     }
 
     /// Parses the file format of the module doc; `path` names the file in errors (rule 3).
-    pub fn parse(path: &Path, text: &str) -> Result<Transfer, VrenError> {
-        let fail = |line: usize, reason: String| VrenError::Transfer {
+    pub fn parse(path: &Path, text: &str) -> Result<Transfer, Error> {
+        let fail = |line: usize, reason: String| Error::Transfer {
             path: path.to_path_buf(),
             line,
             reason,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{Dtype, Endian, Error, Scalar, npy};
 
-use super::{VrenConfig, VrenError};
+use super::VrenConfig;
 
 /// A volume's layout: `x` voxels per row (fastest), `y` rows per slice, `z` slices.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,17 +36,17 @@ impl Volume {
 
 /// Finds out what `path` holds: a `.npy` if it starts with the magic or is named `*.npy`, else
 /// a raw volume of `config.shape` and `config.dtype`.
-pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError> {
+pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, Error> {
     let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let meta = file.metadata().map_err(open_err)?;
     if !meta.is_file() {
-        return Err(Error::NotAFile { path: path.to_path_buf() }.into());
+        return Err(Error::NotAFile { path: path.to_path_buf() });
     }
     let mut prefix = Vec::with_capacity(npy::MAGIC.len());
     (&mut file).take(npy::MAGIC.len() as u64).read_to_end(&mut prefix).map_err(open_err)?;
     let named_npy = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
-    let bad_shape = |reason: String| VrenError::BadShape { path: path.to_path_buf(), reason };
+    let bad_shape = |reason: String| Error::BadArray { path: path.to_path_buf(), reason };
     let volume = if npy::has_magic(&prefix) || named_npy {
         let h = npy::read_header(path)?;
         if h.shape.len() != 3 {
@@ -70,15 +70,13 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError
                 what: "dtype",
                 given: s.name().into(),
                 header: h.descr.clone(),
-            }
-            .into());
+            });
         }
         Volume { path: path.to_path_buf(), shape, dtype: h.dtype, data_offset: h.data_offset }
     } else {
         let scalar =
             config.dtype.ok_or_else(|| Error::RawNeedsDtype { path: path.to_path_buf() })?;
-        let shape =
-            config.shape.ok_or_else(|| VrenError::NeedsShape { path: path.to_path_buf() })?;
+        let shape = config.shape.ok_or_else(|| Error::NeedsShape { path: path.to_path_buf() })?;
         Volume {
             path: path.to_path_buf(),
             shape,
@@ -92,15 +90,14 @@ pub fn open_volume(path: &Path, config: &VrenConfig) -> Result<Volume, VrenError
             path: path.to_path_buf(),
             descr: volume.dtype.descr(),
             reason: "volumes are little-endian f32, u8 or u16".into(),
-        }
-        .into());
+        });
     }
     let expected =
         volume.shape.iter().try_fold(volume.dtype.itemsize() as u64, |a, &n| a.checked_mul(n));
     let actual = meta.len().saturating_sub(volume.data_offset);
     if expected != Some(actual) || volume.shape.contains(&0) {
         let [x, y, z] = volume.shape;
-        return Err(VrenError::SizeMismatch {
+        return Err(Error::SizeMismatch {
             path: path.to_path_buf(),
             x,
             y,
