@@ -46,7 +46,7 @@ use sluice_io::output::temps;
 
 use crate::Error;
 use crate::cleanup::{self, TempDir};
-use crate::store::{self, EDGE_BYTES, Meta};
+use crate::store::{self, EDGE_BYTES, Encoding, Meta};
 
 mod blocks;
 mod buckets;
@@ -118,6 +118,9 @@ pub struct ImportOptions {
     pub tmp_dir: Option<PathBuf>,
     /// Replace an existing store at the output path.
     pub force: bool,
+    /// How the grids' edges are stored (`store` contract rule 6); `None`: packed where it pays
+    /// ([`Encoding::pays`]), raw otherwise.
+    pub encoding: Option<Encoding>,
 }
 
 impl ImportOptions {
@@ -131,6 +134,7 @@ impl ImportOptions {
             bin_weight: BinWeight::None,
             tmp_dir: None,
             force: false,
+            encoding: None,
         }
     }
 }
@@ -234,6 +238,7 @@ pub fn import(
         partitions: p,
         partition_size: psize,
         source_format: source.format_name.into(),
+        encoding: opts.encoding.unwrap_or(Encoding::pays(input_edges, p)),
         files: Default::default(),
         part: None,
         meta_crc32: String::new(),
