@@ -142,8 +142,8 @@ pub(crate) fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
         "packed-frame" => {
             // Frames of a few blocks: dense, sparse, one destination, escapes.
             let blocks: [Vec<u32>; 4] = [
-                (0..3000u32).map(|i| (i / 3) << 16 | (i * 7919) % 65536).collect(),
-                (0..200u32).map(|i| (i * 300) << 16 | (i * 13)).collect(),
+                (0..3000u32).map(|i| ((i / 3) << 16) | ((i * 7919) % 65536)).collect(),
+                (0..200u32).map(|i| ((i * 300) << 16) | (i * 13)).collect(),
                 (0..65536u32).step_by(5).collect(),
                 vec![0, 0xffff, 0xffff_0000, 0xffff_ffff],
             ];

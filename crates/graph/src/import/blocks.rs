@@ -86,7 +86,7 @@ pub(super) fn write_grid(
         let gblocks = cols * p as usize;
         let sorted = sort_group(data, meta, dp0, gblocks);
         // Packed blocks are encoded in parallel, then written in order below.
-        let mut encoded: Vec<Vec<u8>> = match packed {
+        let encoded: Vec<Vec<u8>> = match packed {
             true => (0..gblocks)
                 .into_par_iter()
                 .map(|bi| {
@@ -97,6 +97,7 @@ pub(super) fn write_grid(
                 .collect(),
             false => Vec::new(),
         };
+        let mut encoded = encoded.into_iter();
         // Write the blocks in order: (dp, sp) ascending is stream order.
         let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut wbuf: Vec<u8> = Vec::new();
@@ -131,7 +132,7 @@ pub(super) fn write_grid(
                 }
             }
             if packed {
-                ebuf = std::mem::take(&mut encoded[bi]);
+                ebuf = encoded.next().unwrap_or_default();
             }
             index.crcs[b] = crc32fast::hash(&ebuf);
             block_counts[b] = len as u64;

@@ -137,7 +137,8 @@ impl Layout {
             checks.push((bi, crc, frame.len() as u64));
             if let Some((b, first, _)) = cur.filter(|c| c.0 != bi) {
                 f(&self.blocks[b], first, &buf);
-                (buf.clear(), cur = None);
+                buf.clear();
+                cur = None;
             }
             let br = &self.blocks[bi];
             match decode_frame(frame, &mut buf) {
