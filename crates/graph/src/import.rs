@@ -118,8 +118,9 @@ pub struct ImportOptions {
     pub tmp_dir: Option<PathBuf>,
     /// Replace an existing store at the output path.
     pub force: bool,
-    /// How the grids' edges are stored (`store` contract rule 6); `None`: packed where it pays
-    /// ([`Encoding::pays`]), raw otherwise.
+    /// How the grids' edges are stored (`store` contract rule 6); `None`: the default,
+    /// [`Encoding::Raw`] (packed halves the bytes a pass reads but, decoded at about 10 ns per
+    /// edge, costs more time than it saves while passes are compute-bound: issue 15, measured).
     pub encoding: Option<Encoding>,
 }
 
@@ -238,7 +239,7 @@ pub fn import(
         partitions: p,
         partition_size: psize,
         source_format: source.format_name.into(),
-        encoding: opts.encoding.unwrap_or(Encoding::pays(input_edges, p)),
+        encoding: opts.encoding.unwrap_or_default(),
         files: Default::default(),
         part: None,
         meta_crc32: String::new(),

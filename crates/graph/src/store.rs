@@ -95,16 +95,6 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// The encoding that pays for a grid of about `edges` edges in `p`² blocks: packed once
-    /// blocks average 1024 edges (a frame of 4 KiB holds about 1500 edges of a Kronecker graph;
-    /// smaller blocks would pay a whole frame for fewer edges than 4 KiB of raw ones).
-    pub fn pays(edges: u64, p: u64) -> Encoding {
-        match edges >= 1024 * p * p {
-            true => Encoding::Packed,
-            false => Encoding::Raw,
-        }
-    }
-
     /// The name `meta.json` and `graph info` use.
     pub fn name(self) -> &'static str {
         match self {

@@ -135,6 +135,12 @@ fn ldbc_datasets_pack_edge_for_edge_and_give_the_same_results() {
         }
         let [raw, packed_store] =
             import_both(&[props], &ImportOptions::new(Format::Ldbc), dir.path(), name);
+        let default = dir.path().join(format!("{name}-default.grid"));
+        let pipeline = PipelineBuilder::new().build().unwrap();
+        let props = Path::new(SHARED).join(format!("ldbc/{name}/{name}.properties"));
+        let opts = ImportOptions::new(Format::Ldbc);
+        import(&[props], &default, &opts, &pipeline, &Budget::unlimited()).unwrap();
+        assert_eq!(read_meta(&default).unwrap().encoding, Encoding::Raw, "raw by default");
         let root = open(&raw, false).original_ids().iter().copied().find(|&id| id >= root);
         check_edge_for_edge(&raw, &packed_store);
         check_algorithms(&raw, &packed_store, root.unwrap());
@@ -235,4 +241,36 @@ fn a_packed_store_partitions_and_its_parts_verify() {
         edges += n.into_inner();
     }
     assert_eq!(edges, parts.num_edges);
+}
+
+/// A store written before the `encoding` field (its `meta.json` without it, checksum
+/// recomputed) reads as raw, as it always did.
+#[test]
+fn a_store_without_the_encoding_field_reads_as_raw() {
+    let props = Path::new(SHARED).join("ldbc/example-directed/example-directed.properties");
+    if !props.exists() {
+        println!("skipping: {} not found", props.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("old.grid");
+    let pipeline = PipelineBuilder::new().build().unwrap();
+    import(&[props], &store, &ImportOptions::new(Format::Ldbc), &pipeline, &Budget::unlimited())
+        .unwrap();
+    let root = open(&store, false).original_ids()[0];
+    let want = run_all(&open(&store, false), root);
+    let text = std::fs::read_to_string(store.join("meta.json")).unwrap();
+    let crc_at = text.find("\"meta_crc32\": \"").unwrap() + 15;
+    let old: String = text
+        .lines()
+        .filter(|l| !l.contains("\"encoding\""))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .replace(&text[crc_at..crc_at + 8], "00000000");
+    assert!(old.len() < text.len(), "the field was there to remove");
+    let crc = crc32fast::hash(old.as_bytes());
+    std::fs::write(store.join("meta.json"), old.replace("00000000", &format!("{crc:08x}")))
+        .unwrap();
+    assert_eq!(read_meta(&store).unwrap().encoding, Encoding::Raw);
+    assert!(run_all(&open(&store, false), root) == want);
 }

@@ -59,9 +59,9 @@ pub(super) struct ImportArgs {
     /// Replace an existing store.
     #[arg(long)]
     force: bool,
-    /// How the grids store edges: packed (Rice-coded frames, about half the bytes a pass
-    /// reads on skewed graphs) or raw (4 bytes per edge) [default: packed where blocks average
-    /// 1024 edges or more]
+    /// How the grids store edges: raw (4 bytes per edge) or packed (Rice-coded frames: about
+    /// half the bytes a pass reads on skewed graphs, for decode time on every pass) [default:
+    /// raw]
     #[arg(long)]
     encoding: Option<sluice_graph::store::Encoding>,
     /// Write a partitioned store, one part per rank (as `sluice graph partition` does).
