@@ -149,11 +149,11 @@ fn ldbc_datasets_pack_edge_for_edge_and_give_the_same_results() {
     assert!(seen > 0 || !Path::new(SHARED).exists(), "no LDBC dataset found");
 }
 
-/// A weighted Kronecker graph of 2^17 vertex ids (several partitions), both encodings.
+/// A weighted Kronecker graph of 2^18 vertex ids (several partitions), both encodings.
 fn kron(dir: &Path, directed: bool) -> [PathBuf; 2] {
     let bin = dir.join("k.bin");
     if !bin.exists() {
-        let o = GenOptions { scale: 17, edge_factor: 4, seed: 5, weights: true };
+        let o = GenOptions { scale: 18, edge_factor: 2, seed: 5, weights: true };
         kronecker::generate(&o, &bin, None).unwrap();
     }
     let mut opts = ImportOptions::new(Format::Bin);
