@@ -30,8 +30,8 @@
 //!    out-edges. Duplicate edges and self loops are kept unless the import used `--simple`.
 //! 5. A store is written in a temporary directory beside its target and renamed into place,
 //!    so a reader never sees half a store.
-//! 6. `meta.json`'s `encoding` says how blocks are stored: `raw` (4 bytes per edge, the
-//!    default of stores without the field) or `packed` ([`packed`]: whole frames of
+//! 6. `meta.json`'s `encoding` says how blocks are stored: absent for `raw` (4 bytes per edge,
+//!    as every store before the field) or `packed` ([`packed`]: whole frames of
 //!    [`packed::FRAME_BYTES`] per block, the index listing each block's byte range). A block's
 //!    CRC-32 covers its stored (packed) bytes, so corruption is found before decoding; the
 //!    decoded edges are the raw encoding's, in the same order, so every reader downstream of
@@ -95,6 +95,11 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// Whether this is [`Encoding::Raw`] (not written to `meta.json`).
+    pub fn is_raw(&self) -> bool {
+        *self == Encoding::Raw
+    }
+
     /// The name `meta.json` and `graph info` use.
     pub fn name(self) -> &'static str {
         match self {
@@ -142,9 +147,9 @@ pub struct Meta {
     pub partition_size: u64,
     /// The input format the store was imported from.
     pub source_format: String,
-    /// How `*.edges` encode the edges (contract rule 6); `raw` when absent (stores written
-    /// before the packed encoding).
-    #[serde(default)]
+    /// How `*.edges` encode the edges (contract rule 6); absent means `raw` (written only for
+    /// packed stores, so a raw store's `meta.json` is the same bytes as before the field).
+    #[serde(default, skip_serializing_if = "Encoding::is_raw")]
     pub encoding: Encoding,
     /// Every other file: name → length and CRC-32.
     pub files: BTreeMap<String, FileSum>,
