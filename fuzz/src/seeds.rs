@@ -139,6 +139,25 @@ pub(crate) fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
         "bin-edges" => (0..6).map(|m| bin(m, &[(0, 1), (1, 2), (2, 0), (7, 3)])).collect(),
         "store-meta" => vec![META.as_bytes().to_vec()],
         "store-index" => vec![index(1, &[0, 17]), index(2, &[0, 3, 3, 9, 12]), index(1, &[0, 0])],
+        "packed-frame" => {
+            // Frames of a few blocks: dense, sparse, one destination, escapes.
+            let blocks: [Vec<u32>; 4] = [
+                (0..3000u32).map(|i| ((i / 3) << 16) | ((i * 7919) % 65536)).collect(),
+                (0..200u32).map(|i| ((i * 300) << 16) | (i * 13)).collect(),
+                (0..65536u32).step_by(5).collect(),
+                vec![0, 0xffff, 0xffff_0000, 0xffff_ffff],
+            ];
+            let mut out = Vec::new();
+            for mut b in blocks {
+                b.sort_unstable();
+                let mut enc = Vec::new();
+                sluice_graph::store::packed::encode_block(&b, &mut enc);
+                out.extend(
+                    enc.chunks(sluice_graph::store::packed::FRAME_BYTES).map(<[u8]>::to_vec),
+                );
+            }
+            out
+        }
         "hints" => vec![
             b"pattern=a.b\ncount=true".to_vec(),
             b"record_size=128\nfixed_strings=yes".to_vec(),

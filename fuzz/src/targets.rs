@@ -130,6 +130,21 @@ fn store_index(_ctx: &Ctx, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// One frame of a packed block, decoded as it is (the CRC stops most mutations) and again with
+/// its CRC recomputed, so the header and bit stream checks see every mutation.
+fn packed_frame(_ctx: &Ctx, data: &[u8]) -> Result<()> {
+    use sluice_graph::store::packed::{FRAME_BYTES, decode_frame};
+    let _ = decode_frame(data, &mut Vec::new());
+    let mut frame = data.to_vec();
+    frame.resize(FRAME_BYTES, 0);
+    let crc = crc32fast::hash(&frame[4..]);
+    frame[..4].copy_from_slice(&crc.to_le_bytes());
+    let mut out = Vec::new();
+    let (_, count) = decode_frame(&frame, &mut out)?;
+    anyhow::ensure!(out.len() as u64 == count * 4, "decoded {} bytes for {count} edges", out.len());
+    Ok(())
+}
+
 /// Lines of `KEY=VALUE`, applied to every kernel's configuration; a grep configuration that
 /// takes them is compiled.
 fn hint_pairs(_ctx: &Ctx, data: &[u8]) -> Result<()> {
@@ -260,6 +275,12 @@ pub(crate) const TARGETS: &[Target] = &[
         dict: &[b"\0\0\0\0\0\0\0\0", b"\xff\xff\xff\xff\xff\xff\xff\xff"],
         max_len: 4096,
         run: store_index,
+    },
+    Target {
+        name: "packed-frame",
+        dict: &[b"\0\0\0\0", b"\xff\xff\xff\xff", b"\x10", b"\x20", b"\x30"],
+        max_len: sluice_graph::store::packed::FRAME_BYTES,
+        run: packed_frame,
     },
     Target {
         name: "hints",

@@ -52,7 +52,7 @@ use rayon::prelude::*;
 use sluice_io::{Budget, Pipeline, Reservation, RunStats};
 
 use crate::Error;
-use crate::store::{self, EDGE_BYTES, GridIndex, Meta};
+use crate::store::{self, EDGE_BYTES, Encoding, GridIndex, Meta};
 
 /// Per-partition neighbour lists (CDLP, LCC), read from the grids as passes read them.
 pub(crate) mod adjacency;
@@ -212,16 +212,20 @@ impl Graph {
             // A part of a partitioned store (`crate::partition`) holds different numbers of
             // forward and reverse edges: each grid's count is its listed file length.
             let listed = meta.files.get(&format!("{name}.edges")).map(|s| s.len);
-            let grid_edges = listed.map_or(meta.num_edges, |len| len / EDGE_BYTES);
-            let index = GridIndex::from_bytes(
+            let grid_edges = match meta.encoding {
+                Encoding::Raw => Some(listed.map_or(meta.num_edges, |len| len / EDGE_BYTES)),
+                Encoding::Packed => meta.part.is_none().then_some(meta.num_edges),
+            };
+            let index = GridIndex::decode(
                 &dir.join(&iname),
                 &sd.read_checked(&meta, &iname)?,
-                p,
-                grid_edges,
+                (p, grid_edges),
                 meta.weighted,
+                meta.encoding,
             )?;
+            let grid_edges = index.offsets[(p * p) as usize];
             let edges = dir.join(format!("{name}.edges"));
-            let want = grid_edges * EDGE_BYTES;
+            let want = index.bytes[(p * p) as usize];
             let ef = Arc::new(sd.open_file(&format!("{name}.edges"))?);
             let len = ef.metadata().map_err(|e| Error::io(&edges, "cannot open", e))?.len();
             let mut held = vec![(edges.clone(), ef)];
@@ -324,9 +328,25 @@ impl Graph {
         self.grids.iter().all(|g| g.mem.is_some())
     }
 
-    /// Bytes of edge data (ids only) one full pass over `dir` reads.
+    /// Bytes of edge data (ids only, as stored) one full pass over `dir` reads.
     pub fn pass_bytes(&self, dir: Direction) -> u64 {
-        self.grid_ids(dir).len() as u64 * self.meta.num_edges * EDGE_BYTES
+        self.grid_ids(dir)
+            .iter()
+            .map(|&g| self.grids[g].index.bytes.last().copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// Whether the blocks are packed (`store` contract rule 6): passes decode them.
+    fn packed(&self) -> bool {
+        self.meta.encoding == Encoding::Packed
+    }
+
+    /// The record layout of a pass over the edge files: whole edges, or whole frames.
+    fn edge_records(&self) -> sluice_io::RecordLayout {
+        let n = if self.packed() { store::packed::FRAME_BYTES } else { EDGE_BYTES as usize };
+        sluice_io::RecordLayout::Fixed(
+            std::num::NonZeroUsize::new(n).unwrap_or(std::num::NonZeroUsize::MIN),
+        )
     }
 
     /// Turns the block cache on (the default) or off; off drops what it holds. The cache
@@ -343,7 +363,7 @@ impl Graph {
     pub fn cache_report(&self) -> CacheReport {
         let store_bytes = self.grids.iter().map(|g| {
             let e = g.index.offsets.last().copied().unwrap_or(0);
-            e * EDGE_BYTES + if g.weights.is_some() { e * 8 } else { 0 }
+            g.index.bytes.last().copied().unwrap_or(0) + if g.weights.is_some() { e * 8 } else { 0 }
         });
         let c = self.cache();
         CacheReport {
@@ -461,6 +481,11 @@ fn gather_edge<K: EdgeKernel>(
 
 fn block_error(path: &Path, b: usize, p: usize) -> Error {
     Error::corrupt(path, format!("block ({}, {}) fails its checksum", b % p, b / p))
+}
+
+/// A packed block that does not decode (its checksum matched: a malformed encoding).
+fn frame_error(path: &Path, b: usize, p: usize, e: &store::packed::FrameError) -> Error {
+    Error::corrupt(path, format!("block ({}, {}): {e}", b % p, b / p))
 }
 
 /// Decodes one stored edge: (partition-relative s, partition-relative d).

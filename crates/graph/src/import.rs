@@ -54,7 +54,7 @@ use sluice_io::output::temps;
 
 use crate::Error;
 use crate::cleanup::{self, TempDir};
-use crate::store::{self, EDGE_BYTES, Meta};
+use crate::store::{self, EDGE_BYTES, Encoding, Meta};
 
 mod arrays;
 mod blocks;
@@ -130,6 +130,10 @@ pub struct ImportOptions {
     pub force: bool,
     /// Where the import stands, for a progress display on another thread.
     pub progress: Option<Arc<Progress>>,
+    /// How the grids' edges are stored (`store` contract rule 6); `None`: the default,
+    /// [`Encoding::Raw`] (packed halves the bytes a pass reads but, decoded at about 10 ns per
+    /// edge, costs more time than it saves while passes are compute-bound: issue 15, measured).
+    pub encoding: Option<Encoding>,
 }
 
 /// The pass an import runs (module docs).
@@ -215,6 +219,7 @@ impl ImportOptions {
             tmp_dir: None,
             force: false,
             progress: None,
+            encoding: None,
         }
     }
 }
@@ -359,6 +364,7 @@ fn import_passes(
         partitions: p,
         partition_size: psize,
         source_format: source.format_name.into(),
+        encoding: opts.encoding.unwrap_or_default(),
         files: Default::default(),
         part: None,
         meta_crc32: String::new(),

@@ -45,6 +45,7 @@
 //! store                   the grid store's on-disk layout: meta.json, indexes, checksums
 //!   dir                   StoreDir: one version of a store, opened once (files by descriptor)
 //!   invariants            structural checks on open (degrees vs blocks, mirrored grids)
+//!   packed                the packed edge encoding: Rice-coded frames per block
 //!   weights               per-block CRC-32s of the weight files
 //! summary                 figures of results computed once: component sizes, reach, top K
 //! validate                LDBC output validation and per-vertex value files

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::cleanup::TempDir;
-use crate::store::{self, EDGE_BYTES, FileSum, GridIndex, Meta, SumWriter};
+use crate::store::{self, FileSum, GridIndex, Meta, SumWriter};
 
 /// The `format` field of `parts.json`.
 pub const PARTS_FORMAT: &str = "sluice-grid-parts";
@@ -117,12 +117,12 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
     for name in names {
         let iname = format!("{name}.index");
         let bytes = store::read_checked(store_dir, &meta, &iname)?;
-        indexes.push(GridIndex::from_bytes(
+        indexes.push(GridIndex::decode(
             &store_dir.join(&iname),
             &bytes,
-            meta.partitions,
-            meta.num_edges,
+            (meta.partitions, Some(meta.num_edges)),
             meta.weighted,
+            meta.encoding,
         )?);
     }
     let col_edges: Vec<u64> = (0..p)
@@ -148,8 +148,11 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
         for (name, ix) in names.iter().zip(&indexes) {
             let (b0, b1) = (lo as usize * p, hi as usize * p);
             let (e0, e1) = (ix.offsets[b0], ix.offsets[b1]);
+            let (y0, y1) = (ix.bytes[b0], ix.bytes[b1]);
             let part = GridIndex {
                 offsets: ix.offsets.iter().map(|&o| o.clamp(e0, e1) - e0).collect(),
+                bytes: ix.bytes.iter().map(|&o| o.clamp(y0, y1) - y0).collect(),
+                packed: ix.packed,
                 crcs: (0..p * p)
                     .map(|b| if (b0..b1).contains(&b) { ix.crcs[b] } else { crc32fast::hash(&[]) })
                     .collect(),
@@ -162,7 +165,7 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
             let iname = format!("{name}.index");
             m.files.insert(iname.clone(), store::write_file(&dir.join(&iname), &part.to_bytes())?);
             let ename = format!("{name}.edges");
-            let sum = copy_range(&store_dir.join(&ename), e0 * EDGE_BYTES, e1 * EDGE_BYTES, &dir)?;
+            let sum = copy_range(&store_dir.join(&ename), y0, y1, &dir)?;
             m.files.insert(ename, sum);
             if meta.weighted {
                 let wname = format!("{name}.weights");

@@ -8,8 +8,8 @@
 //! | `meta.json` | format name and version, \|V\|, \|E\|, P, partition size, flags, the length and CRC-32 of every other file, and its own CRC-32 (`meta_crc32`, see rule 3) |
 //! | `ids.bin` | original id of each dense id, `u64` LE; strictly increasing (dense order = original order) |
 //! | `out_degree.bin`, `in_degree.bin` | `u32` LE per vertex, counted over the stored edges |
-//! | `fwd.index` | `(P²+1)` `u64` LE edge offsets, then `P²` `u32` LE block CRC-32s, then (weighted graphs) `P²` `u32` LE CRC-32s of the blocks' weights ([`weights`]) |
-//! | `fwd.edges` | every stored edge s→d, 4 bytes: `s − start(sp)` then `d − start(dp)`, each `u16` LE |
+//! | `fwd.index` | `(P²+1)` `u64` LE edge offsets, then (packed stores) `(P²+1)` `u64` LE byte offsets, then `P²` `u32` LE block CRC-32s, then (weighted graphs) `P²` `u32` LE CRC-32s of the blocks' weights ([`weights`]) |
+//! | `fwd.edges` | every stored edge s→d, raw: 4 bytes, `s − start(sp)` then `d − start(dp)`, each `u16` LE; packed: each block as whole frames ([`packed`]) |
 //! | `fwd.weights` | weighted graphs only: one `f64` LE per edge, in the order of `fwd.edges` |
 //! | `rev.index`, `rev.edges`, `rev.weights` | directed graphs only: the same for the transposed graph (every edge d→s) |
 //!
@@ -30,6 +30,12 @@
 //!    out-edges. Duplicate edges and self loops are kept unless the import used `--simple`.
 //! 5. A store is written in a temporary directory beside its target and renamed into place,
 //!    so a reader never sees half a store.
+//! 6. `meta.json`'s `encoding` says how blocks are stored: absent for `raw` (4 bytes per edge,
+//!    as every store before the field) or `packed` ([`packed`]: whole frames of
+//!    [`packed::FRAME_BYTES`] per block, the index listing each block's byte range). A block's
+//!    CRC-32 covers its stored (packed) bytes, so corruption is found before decoding; the
+//!    decoded edges are the raw encoding's, in the same order, so every reader downstream of
+//!    the decoder is the same for both.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -42,6 +48,7 @@ use crate::Error;
 
 mod dir;
 pub mod invariants;
+pub mod packed;
 pub mod weights;
 
 pub use dir::StoreDir;
@@ -76,6 +83,43 @@ pub struct PartOf {
     pub graph_edges: u64,
 }
 
+/// How a store's `*.edges` files encode the edges of a block (contract rule 6).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// 4 bytes per edge: two `u16` partition-relative ids.
+    #[default]
+    Raw,
+    /// Frames of Rice codes ([`packed`]), about 2.1 bytes per edge on a Kronecker graph.
+    Packed,
+}
+
+impl Encoding {
+    /// Whether this is [`Encoding::Raw`] (not written to `meta.json`).
+    pub fn is_raw(&self) -> bool {
+        *self == Encoding::Raw
+    }
+
+    /// The name `meta.json` and `graph info` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Raw => "raw",
+            Encoding::Packed => "packed",
+        }
+    }
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Encoding, String> {
+        match s {
+            "raw" => Ok(Encoding::Raw),
+            "packed" => Ok(Encoding::Packed),
+            _ => Err(format!("unknown edge encoding {s:?} (raw or packed)")),
+        }
+    }
+}
+
 /// Contents of `meta.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
@@ -103,6 +147,10 @@ pub struct Meta {
     pub partition_size: u64,
     /// The input format the store was imported from.
     pub source_format: String,
+    /// How `*.edges` encode the edges (contract rule 6); absent means `raw` (written only for
+    /// packed stores, so a raw store's `meta.json` is the same bytes as before the field).
+    #[serde(default, skip_serializing_if = "Encoding::is_raw")]
+    pub encoding: Encoding,
     /// Every other file: name → length and CRC-32.
     pub files: BTreeMap<String, FileSum>,
     /// Set in one rank's part of a partitioned store ([`crate::partition`]): the part holds the
@@ -330,6 +378,10 @@ pub(crate) fn file_sum(path: &Path) -> Result<FileSum, Error> {
 pub struct GridIndex {
     /// `P²+1` edge offsets, column-major blocks.
     pub offsets: Vec<u64>,
+    /// `P²+1` byte offsets of the blocks in `*.edges` (raw: 4 × `offsets`).
+    pub bytes: Vec<u64>,
+    /// Whether the blocks are packed (`bytes` is stored in the index file).
+    pub packed: bool,
     /// `P²` block CRC-32s (of the block's bytes in `*.edges`).
     pub crcs: Vec<u32>,
     /// `P²` block CRC-32s of the block's bytes in `*.weights` (weighted grids; empty
@@ -340,7 +392,8 @@ pub struct GridIndex {
 impl GridIndex {
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.offsets.len() * 8 + self.crcs.len() * 4);
-        for o in &self.offsets {
+        let bytes = if self.packed { &self.bytes[..] } else { &[] };
+        for o in self.offsets.iter().chain(bytes) {
             out.extend_from_slice(&o.to_le_bytes());
         }
         for c in self.crcs.iter().chain(&self.weight_crcs) {
@@ -356,10 +409,25 @@ impl GridIndex {
         edges: u64,
         weighted: bool,
     ) -> Result<GridIndex, Error> {
+        GridIndex::decode(path, bytes, (p, Some(edges)), weighted, Encoding::Raw)
+    }
+
+    /// Reads an index of either encoding; `edges` (when given) is where the edge offsets must
+    /// end (a packed part of a partitioned store lists no count of its own: its invariants
+    /// check its columns instead).
+    pub(crate) fn decode(
+        path: &Path,
+        bytes: &[u8],
+        (p, edges): (u64, Option<u64>),
+        weighted: bool,
+        encoding: Encoding,
+    ) -> Result<GridIndex, Error> {
         let blocks = (p * p) as usize;
         let sums = if weighted { 2 } else { 1 };
-        if bytes.len() != (blocks + 1) * 8 + blocks * 4 * sums {
-            let why = match weighted && bytes.len() == (blocks + 1) * 8 + blocks * 4 {
+        let packed = encoding == Encoding::Packed;
+        let heads = (blocks + 1) * 8 * if packed { 2 } else { 1 };
+        if bytes.len() != heads + blocks * 4 * sums {
+            let why = match weighted && bytes.len() == heads + blocks * 4 {
                 true => {
                     "index has no weight checksums (written before weights were checksummed: re-import the graph)"
                 }
@@ -367,17 +435,45 @@ impl GridIndex {
             };
             return Err(Error::corrupt(path, why));
         }
-        let (o, c) = bytes.split_at((blocks + 1) * 8);
-        let offsets: Vec<u64> = u64s(o);
+        let (o, c) = bytes.split_at(heads);
+        let o = u64s(o);
+        let (offsets, byte_offsets) = match packed {
+            true => (o[..blocks + 1].to_vec(), o[blocks + 1..].to_vec()),
+            false => (o.clone(), o.iter().map(|&x| x.saturating_mul(EDGE_BYTES)).collect()),
+        };
         let (c, w) = c.split_at(blocks * 4);
         let (crcs, weight_crcs) = (u32s(c), u32s(w));
-        if offsets[0] != 0 || offsets[blocks] != edges || offsets.windows(2).any(|w| w[0] > w[1]) {
+        if offsets[0] != 0
+            || edges.is_some_and(|e| offsets[blocks] != e)
+            || offsets.windows(2).any(|w| w[0] > w[1])
+        {
             return Err(Error::corrupt(
                 path,
                 "index offsets are not monotone or do not end at |E|",
             ));
         }
-        Ok(GridIndex { offsets, crcs, weight_crcs })
+        if packed {
+            let frame = packed::FRAME_BYTES as u64;
+            let per_frame = frame * 8;
+            let bad = byte_offsets[0] != 0
+                || (0..blocks).any(|b| {
+                    let (e, n) = (offsets[b + 1] - offsets[b], byte_offsets[b + 1]);
+                    let frames = n.checked_sub(byte_offsets[b]).map(|x| (x / frame, x % frame));
+                    frames.is_none_or(|(f, rest)| rest != 0 || f > e || e > f * per_frame)
+                });
+            if bad {
+                return Err(Error::corrupt(
+                    path,
+                    "index byte offsets do not hold whole frames of their blocks' edges",
+                ));
+            }
+        }
+        Ok(GridIndex { offsets, bytes: byte_offsets, packed, crcs, weight_crcs })
+    }
+
+    /// Stored bytes of block `b`.
+    pub fn block_bytes(&self, b: usize) -> u64 {
+        self.bytes[b + 1] - self.bytes[b]
     }
 
     /// Edges in block `b`.

@@ -62,13 +62,19 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
     let grids: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
     for g in grids {
         let iname = format!("{g}.index");
-        let index = GridIndex::from_bytes(
+        // A part's grids hold different numbers of edges: each its listed file length (raw), or
+        // what its index says (packed; the invariants check it).
+        let listed = meta.files.get(&format!("{g}.edges")).map_or(meta.num_edges, |f| f.len);
+        let edges = match meta.encoding {
+            store::Encoding::Raw => Some(listed / EDGE_BYTES),
+            store::Encoding::Packed => meta.part.is_none().then_some(meta.num_edges),
+        };
+        let index = GridIndex::decode(
             &dir.join(&iname),
             &store::read_checked(dir, &meta, &iname)?,
-            p,
-            // A part's grids hold different numbers of edges: each its listed file length.
-            meta.files.get(&format!("{g}.edges")).map_or(meta.num_edges, |f| f.len / EDGE_BYTES),
+            (p, edges),
             meta.weighted,
+            meta.encoding,
         )?;
         indexes.push(index.clone());
         let epath = dir.join(format!("{g}.edges"));
@@ -78,14 +84,19 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, Error> {
         let (mut buf, mut wbuf) = (Vec::new(), Vec::new());
         for b in 0..(p * p) as usize {
             let (sp, dp) = ((b as u64) % p, (b as u64) / p);
-            let len = (index.block_edges(b) * EDGE_BYTES) as usize;
-            buf.resize(len, 0);
+            buf.resize(index.block_bytes(b) as usize, 0);
             f.read_exact(&mut buf).map_err(|e| Error::io(&epath, "read failed", e))?;
             if crc32fast::hash(&buf) != index.crcs[b] {
                 return Err(Error::corrupt(
                     &epath,
                     format!("block ({sp}, {dp}) fails its checksum"),
                 ));
+            }
+            if index.packed {
+                let mut raw = Vec::new();
+                store::packed::unpack_block(&buf, index.block_edges(b), &mut raw)
+                    .map_err(|e| Error::corrupt(&epath, format!("block ({sp}, {dp}): {e}")))?;
+                buf = raw;
             }
             let (slen, dlen) = (meta.partition_len(sp), meta.partition_len(dp));
             let mut prev = (0u32, 0u32);

@@ -305,6 +305,13 @@ impl Pipeline {
         self.config.cancel.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// The largest buffer pool a run takes (its defaults unshrunk). Memory reserved beside the
+    /// pipeline that should not make a later run shrink its block size — callers that number
+    /// blocks by [`Pipeline::block_size`] need that — leaves this much of the budget free.
+    pub fn pool_bytes(&self) -> u64 {
+        pipeline::full_pool_bytes(&self.config)
+    }
+
     /// Reads the whole plan and runs `kernel` on every block; the partials come back in stream
     /// order. Holds every partial until the end: for large partials use [`Pipeline::run_ordered`].
     pub fn run<K: BlockKernel>(&self, plan: &Plan, kernel: &K) -> Result<Run<K::Partial>, Error> {

@@ -284,8 +284,8 @@ pub(crate) fn fit(
     let mut tolerance = 0.0;
     let mut stop = Stop::MaxIter;
     let records = stripe.len / m.record_bytes();
-    let store = bounds::BoundStore::new(records, budget);
-    let mut resident = resident::Resident::new(stripe.len, budget);
+    let store = bounds::BoundStore::new(records, budget, pipeline);
+    let mut resident = resident::Resident::new(stripe.len, budget, pipeline);
     let pass_bounds = |c: &[f64]| store.as_ref().map(|s| s.begin(c, d, scalar));
     for i in 0..config.max_iter {
         let start = Instant::now();

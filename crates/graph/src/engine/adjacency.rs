@@ -31,7 +31,7 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
-use sluice_io::{Block, BlockKernel, RecordLayout, Reservation};
+use sluice_io::{Block, BlockKernel, Reservation};
 
 use super::{Graph, VertexId, block_error, decode};
 use crate::Error;
@@ -186,6 +186,9 @@ struct Piece {
     dbase: u32,
     first_edge: u64,
     len: u64,
+    /// Stored bytes of the block and where they start (packed: not `len`).
+    first_byte: u64,
+    stored: u64,
 }
 
 struct Decoded {
@@ -193,10 +196,13 @@ struct Decoded {
     crc: crc32fast::Hasher,
     len: u64,
     pairs: Vec<(VertexId, VertexId)>,
+    /// A packed frame that did not decode.
+    bad: Option<crate::store::packed::FrameError>,
 }
 
 struct DecodeKernel<'a> {
     pieces: &'a [Piece],
+    packed: bool,
 }
 
 impl BlockKernel for DecodeKernel<'_> {
@@ -205,11 +211,22 @@ impl BlockKernel for DecodeKernel<'_> {
         let e = &self.pieces[b.extent];
         let mut crc = crc32fast::Hasher::new();
         crc.update(b.data);
-        let pairs = b.data.chunks_exact(4).map(|x| {
+        let (mut raw, mut bad) = (Vec::new(), None);
+        if self.packed {
+            // Whole frames of one block: a read never spans two extents' frames.
+            for frame in b.data.chunks(crate::store::packed::FRAME_BYTES) {
+                if let Err(err) = crate::store::packed::decode_frame(frame, &mut raw) {
+                    (bad, raw) = (Some(err), Vec::new());
+                    break;
+                }
+            }
+        }
+        let data = if self.packed { &raw[..] } else { b.data };
+        let pairs = data.chunks_exact(4).map(|x| {
             let (s, d) = decode(x);
             (e.dbase + d, e.sbase + s)
         });
-        Decoded { ext: b.extent, crc, len: b.data.len() as u64, pairs: pairs.collect() }
+        Decoded { ext: b.extent, crc, len: b.data.len() as u64, pairs: pairs.collect(), bad }
     }
 }
 
@@ -369,6 +386,8 @@ impl Graph {
                                 dbase,
                                 first_edge: lo,
                                 len: (hi - lo) * EDGE_BYTES,
+                                first_byte: idx.bytes[block],
+                                stored: idx.block_bytes(block),
                             });
                         }
                     }
@@ -422,21 +441,24 @@ impl Graph {
                 }
             }
         } else if !pieces.is_empty() {
-            let mut plan =
-                self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3)));
+            let mut plan = self.new_plan(self.edge_records());
             for x in &pieces {
-                plan.push_extent(&self.grids[x.grid].edges, x.first_edge * EDGE_BYTES, x.len)?;
+                plan.push_extent(&self.grids[x.grid].edges, x.first_byte, x.stored)?;
             }
             let mut failure: Option<Error> = None;
             let mut check: Option<(usize, crc32fast::Hasher, u64)> = None;
             let stats = self.pipeline.run_ordered(
                 &plan,
-                &DecodeKernel { pieces: &pieces },
+                &DecodeKernel { pieces: &pieces, packed: self.packed() },
                 |part: Decoded| {
                     if failure.is_some() {
                         return;
                     }
                     let x = &pieces[part.ext];
+                    if let Some(e) = &part.bad {
+                        failure = Some(self.frame_failure(x.grid, x.block, e));
+                        return;
+                    }
                     // Block checksum: the pieces of one block arrive in stream order.
                     let (ext, hasher, done) =
                         check.get_or_insert_with(|| (part.ext, crc32fast::Hasher::new(), 0));
@@ -446,7 +468,7 @@ impl Graph {
                     }
                     hasher.combine(&part.crc);
                     *done += part.len;
-                    if *done == x.len {
+                    if *done == x.stored {
                         if let Some((_, h, _)) = check.take() {
                             if h.finalize() != self.grids[x.grid].index.crcs[x.block] {
                                 failure = Some(corrupt(x));

@@ -34,10 +34,13 @@ use sluice_io::{Budget, Reservation};
 
 use super::disk::block_to_values;
 use super::{EdgeKernel, Pass, VertexId};
+use crate::store::packed::{FRAME_BYTES, decode_frame};
 use crate::store::{EDGE_BYTES, GridIndex};
 
 /// Edges of one piece of a cached block gathered at a time (1 MiB of edges).
 const PIECE_EDGES: u64 = (1 << 20) / EDGE_BYTES;
+/// Frames of one piece of a cached packed block (about 2 MiB of edges decoded).
+const PIECE_FRAMES: u64 = 128;
 
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
@@ -145,33 +148,63 @@ pub(super) fn column_values<K: EdgeKernel>(
     let dp = served.dp;
     let mut jobs = Vec::new();
     for (gi, col) in &served.grids {
-        let offsets = &indexes[*gi].offsets;
-        let base = offsets[dp * p];
+        let index = indexes[*gi];
+        let (offsets, bytes) = (&index.offsets, &index.bytes);
+        let (base, bbase) = (offsets[dp * p], bytes[dp * p]);
         for sp in 0..p {
             let b = dp * p + sp;
             let (lo, hi) = (offsets[b] - base, offsets[b + 1] - base);
             if lo == hi || !pass.active.has_partition(sp) {
                 continue;
             }
+            if index.packed {
+                // Whole frames, about a pipeline read's worth at a time.
+                let (blo, bhi) = (bytes[b] - bbase, bytes[b + 1] - bbase);
+                let step = PIECE_FRAMES * FRAME_BYTES as u64;
+                let mut at = blo;
+                while at < bhi {
+                    let end = bhi.min(at + step);
+                    jobs.push((col, sp, at, end, lo));
+                    at = end;
+                }
+                continue;
+            }
             // Pieces the size of a pipeline read: small reusable buffers, no fresh pages.
             let mut at = lo;
             while at < hi {
                 let end = hi.min(at + PIECE_EDGES);
-                jobs.push((col, sp, at, end));
+                jobs.push((col, sp, at, end, lo));
                 at = end;
             }
         }
     }
+    let packed = served.grids.first().is_some_and(|(gi, _)| indexes[*gi].packed);
     jobs.par_iter()
-        .map(|&(col, sp, lo, hi)| {
-            let edges = &col.edges[(lo * EDGE_BYTES) as usize..(hi * EDGE_BYTES) as usize];
-            let w = col
-                .weights
-                .as_ref()
-                .map(|w| &w[(lo * WEIGHT_BYTES) as usize..(hi * WEIGHT_BYTES) as usize]);
-            let n = (hi - lo) as usize;
-            let mut out = Vec::with_capacity(if K::PER_EDGE { n } else { n / 2 });
+        .map(|&(col, sp, lo, hi, block_lo)| {
             let bases = ((sp * psize) as u32, (dp * psize) as u32);
+            let raw;
+            let (edges, first) = match packed {
+                true => {
+                    // Every frame of a kept column decoded when its pass read it (rule 1) and
+                    // the bytes are immutable since: decoding cannot fail here.
+                    let mut buf = Vec::new();
+                    let mut first = None;
+                    for frame in col.edges[lo as usize..hi as usize].chunks(FRAME_BYTES) {
+                        if let Ok((f, _)) = decode_frame(frame, &mut buf) {
+                            first.get_or_insert(block_lo + f);
+                        }
+                    }
+                    raw = buf;
+                    (&raw[..], first.unwrap_or(block_lo))
+                }
+                false => (&col.edges[(lo * EDGE_BYTES) as usize..(hi * EDGE_BYTES) as usize], lo),
+            };
+            let n = edges.len() / 4;
+            let w = col.weights.as_ref().map(|w| {
+                let at = (first * WEIGHT_BYTES) as usize;
+                &w[at.min(w.len())..(at + n * WEIGHT_BYTES as usize).min(w.len())]
+            });
+            let mut out = Vec::with_capacity(if K::PER_EDGE { n } else { n / 2 });
             block_to_values(pass.kernel, pass.active, pass.prev, bases, (edges, w), &mut out);
             out
         })

@@ -27,7 +27,7 @@ mod layout;
 /// Unordered edge visits ([`Graph::for_each_edge`]): a pass without the ordered apply.
 mod visit;
 
-use layout::{Fills, Layout, partials_bytes};
+use layout::{BadFrame, Fills, Layout, Read, partials_bytes};
 
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
@@ -65,6 +65,8 @@ struct Partial<V> {
     values: Values<V>,
     /// The edge bytes read, when the extent's column is being kept.
     keep: Option<Vec<u8>>,
+    /// A packed frame that did not decode.
+    bad: BadFrame,
 }
 
 /// A finished column for an applier: partition, its values in stream order, its state and
@@ -180,7 +182,7 @@ impl Graph {
             self.budget.reserve("column partial results", partials_bytes::<K>(layout, weighted))?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
         let rx = Mutex::new(rx);
-        let pk = PassKernel { pass, layout, psize, weighted };
+        let pk = PassKernel { pass, layout, psize, weighted, packed: self.packed() };
         let n = self.num_vertices();
         // Weighted pieces are gathered on the rayon pool as they arrive (overlapping the
         // stream); the appliers wait for them in stream order.
@@ -225,12 +227,17 @@ impl Graph {
                     }
                     fills.min_available = fills.min_available.min(self.budget.available());
                     if let Some(bytes) = part.keep.take() {
-                        let want = layout.extents[part.ext].edges * EDGE_BYTES;
+                        let want = layout.extents[part.ext].bytes;
                         let kept = &mut fills.edges[part.ext];
                         if kept.capacity() == 0 {
                             kept.reserve_exact(want as usize);
                         }
                         kept.extend_from_slice(&bytes);
+                    }
+                    if let Some((bi, e)) = part.bad.take() {
+                        let br = &blocks[bi];
+                        failure = Some(self.frame_failure(br.grid, br.block, &e));
+                        return;
                     }
                     match &mut part.values {
                         Values::Weights { offset, bytes } => {
@@ -281,7 +288,7 @@ impl Graph {
                         hasher.combine(&crc);
                         *done += len;
                         let br = &blocks[bi];
-                        if *done == (br.end - br.start) * EDGE_BYTES {
+                        if *done == br.bend - br.bstart {
                             let Some((_, h, _)) = cur.take() else { return };
                             if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
                                 failure =
@@ -394,6 +401,20 @@ fn apply_columns<K: EdgeKernel>(
 }
 
 impl Graph {
+    /// The error of a packed block whose frame did not decode: a checksum mismatch as such.
+    pub(super) fn frame_failure(
+        &self,
+        grid: usize,
+        block: usize,
+        e: &crate::store::packed::FrameError,
+    ) -> Error {
+        let (path, p) = (&self.grids[grid].edges, self.meta.partitions as usize);
+        match e {
+            crate::store::packed::FrameError::Checksum => block_error(path, block, p),
+            e => super::frame_error(path, block, p, e),
+        }
+    }
+
     /// Checks a run's weights block by block before any is used (`store::weights`, rule 2).
     fn verify_weights(&self, layout: &Layout, ext: usize, run: &[u8]) -> Result<(), Error> {
         let e = &layout.extents[ext];
@@ -416,16 +437,35 @@ struct PassKernel<'a, K: EdgeKernel> {
     layout: &'a Layout,
     psize: usize,
     weighted: bool,
+    packed: bool,
 }
 
 impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
     type Partial = Partial<K::Value>;
     fn process(&self, b: &Block<'_>) -> Self::Partial {
-        let (ext, is_weights) = self.layout.reads[b.extent];
+        let (ext, read) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];
-        if is_weights {
-            let values = Values::Weights { offset: b.extent_offset, bytes: b.data.to_vec() };
-            return Partial { ext, dp: e.dp, bytes: 0, pieces: Vec::new(), values, keep: None };
+        if read != Read::Edges {
+            // Weights (cut at the end of the run: a packed pass's frame filler may follow in
+            // the same read), or filler alone.
+            let (len, offset) = (e.edges * WEIGHT_BYTES, b.extent_offset);
+            let (offset, bytes) = match read {
+                Read::Weights => {
+                    let keep = (len.saturating_sub(offset) as usize).min(b.data.len());
+                    (offset, b.data[..keep].to_vec())
+                }
+                _ => (len, Vec::new()),
+            };
+            let values = Values::Weights { offset, bytes };
+            return Partial {
+                ext,
+                dp: e.dp,
+                bytes: 0,
+                pieces: Vec::new(),
+                values,
+                keep: None,
+                bad: None,
+            };
         }
         let data = &b.data[..b.data.len() / 4 * 4];
         let mut part = Partial {
@@ -440,11 +480,11 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                 }
             },
             keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
+            bad: None,
         };
-        let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
         // The grid blocks this read overlaps, each piece's checksum state kept in `pieces`.
         let mut checks = std::mem::take(&mut part.pieces);
-        for (br, lo, bytes) in self.layout.pieces(e, first, data, &mut checks) {
+        let mut piece = |br: &layout::BlockRef, lo: u64, bytes: &[u8]| {
             let (sbase, dbase) = ((br.sp * self.psize) as u32, (e.dp * self.psize) as u32);
             match &mut part.values {
                 Values::Ready(out) => block_to_values(
@@ -463,6 +503,14 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
                     weights: None,
                 }),
                 Values::Weights { .. } | Values::Gathering(_) => {}
+            }
+        };
+        if self.packed {
+            part.bad = self.layout.frames(e, b.extent_offset, b.data, &mut checks, &mut piece);
+        } else {
+            let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
+            for (br, lo, bytes) in self.layout.pieces(e, first, data, &mut checks) {
+                piece(br, lo, bytes);
             }
         }
         part.pieces = checks;

@@ -19,15 +19,38 @@ impl Graph {
                 bytes += self.meta.num_edges * 8;
             }
             self.reservations.push(self.budget.reserve("edges in memory", bytes)?);
-            let data = self.read_held(&g.edges)?;
+            // A packed grid is decoded beside its stored bytes: both held while it loads.
+            let stored = g.index.bytes.last().copied().unwrap_or(0);
+            let _decoding = match g.index.packed {
+                true => Some(self.budget.reserve("packed edges being decoded", stored * 2)?),
+                false => None,
+            };
+            let mut data = self.read_held(&g.edges)?;
             let bad = (0..p * p).into_par_iter().find_first(|&b| {
-                let (lo, hi) =
-                    (g.index.offsets[b] * EDGE_BYTES, g.index.offsets[b + 1] * EDGE_BYTES);
+                let (lo, hi) = (g.index.bytes[b], g.index.bytes[b + 1]);
                 data.get(lo as usize..hi as usize)
                     .is_none_or(|d| crc32fast::hash(d) != g.index.crcs[b])
             });
             if let Some(b) = bad {
                 return Err(block_error(&g.edges, b, p));
+            }
+            if g.index.packed {
+                // Held decoded (raw encoding): in-memory passes read them as raw blocks.
+                let blocks: Result<Vec<Vec<u8>>, Error> = (0..p * p)
+                    .into_par_iter()
+                    .map(|b| {
+                        let (lo, hi) = (g.index.bytes[b] as usize, g.index.bytes[b + 1] as usize);
+                        let mut out = Vec::new();
+                        store::packed::unpack_block(
+                            &data[lo..hi],
+                            g.index.block_edges(b),
+                            &mut out,
+                        )
+                        .map_err(|e| super::frame_error(&g.edges, b, p, &e))?;
+                        Ok(out)
+                    })
+                    .collect();
+                data = blocks?.concat();
             }
             let weights = match &g.weights {
                 Some(w) => {

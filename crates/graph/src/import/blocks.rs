@@ -10,7 +10,7 @@ use sluice_io::Budget;
 
 use super::buckets::Bucket;
 use crate::Error;
-use crate::store::{self, FileSum, GridIndex, Meta, SumWriter};
+use crate::store::{self, Encoding, FileSum, GridIndex, Meta, SumWriter, packed};
 
 /// The degree arrays pass 3 fills while it writes the forward grid.
 #[derive(Debug)]
@@ -54,8 +54,11 @@ pub(super) fn write_grid(
     let psize = meta.partition_size;
     let weighted = meta.weighted;
     let nblocks = (p * p) as usize;
+    let packed = meta.encoding == Encoding::Packed;
     let mut index = GridIndex {
         offsets: vec![0; nblocks + 1],
+        bytes: vec![0; nblocks + 1],
+        packed,
         crcs: vec![0; nblocks],
         weight_crcs: vec![store::weights::block_sum(&[]); if weighted { nblocks } else { 0 }],
     };
@@ -66,11 +69,15 @@ pub(super) fn write_grid(
     let mut written = 0u64;
     let mut self_loops = 0u64;
     let mut block_counts = vec![0u64; nblocks];
+    let mut block_bytes = vec![0u64; nblocks];
     for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
         stop()?;
+        // Packed: the group's frames besides (at most 4 bytes per edge and one frame per block).
+        let frames =
+            if packed { count * 4 + cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 };
         let _res = budget.reserve(
             &format!("sorting column group {g} of the {grid} grid"),
-            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
+            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p + frames,
         )?;
         let data =
             std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
@@ -83,6 +90,19 @@ pub(super) fn write_grid(
         let cols = cols_per_group.min(p - dp0.min(p)) as usize;
         let gblocks = cols * p as usize;
         let sorted = sort_group(data, meta, dp0, gblocks);
+        // Packed blocks are encoded in parallel, then written in order below.
+        let encoded: Vec<Vec<u8>> = match packed {
+            true => (0..gblocks)
+                .into_par_iter()
+                .map(|bi| {
+                    let mut out = Vec::new();
+                    packed::encode_block(sorted.block(bi).0, &mut out);
+                    out
+                })
+                .collect(),
+            false => Vec::new(),
+        };
+        let mut encoded = encoded.into_iter();
         // Write the blocks in order: (dp, sp) ascending is stream order.
         let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut wbuf: Vec<u8> = Vec::new();
@@ -98,8 +118,10 @@ pub(super) fn write_grid(
             wbuf.clear();
             for (i, &x) in keys.iter().enumerate() {
                 let (d, s) = ((x >> 16) as u64, (x & 0xffff) as u64);
-                ebuf.extend_from_slice(&(s as u16).to_le_bytes());
-                ebuf.extend_from_slice(&(d as u16).to_le_bytes());
+                if !packed {
+                    ebuf.extend_from_slice(&(s as u16).to_le_bytes());
+                    ebuf.extend_from_slice(&(d as u16).to_le_bytes());
+                }
                 if weighted {
                     wbuf.extend_from_slice(&weights[i].to_le_bytes());
                 }
@@ -117,8 +139,12 @@ pub(super) fn write_grid(
                         .ok_or_else(|| Error::DegreeOverflow { id: deg.ids[dg] })?;
                 }
             }
+            if packed {
+                ebuf = encoded.next().unwrap_or_default();
+            }
             index.crcs[b] = crc32fast::hash(&ebuf);
             block_counts[b] = len as u64;
+            block_bytes[b] = ebuf.len() as u64;
             ew.write(&ebuf)?;
             if let Some(ww) = ww.as_mut() {
                 index.weight_crcs[b] = store::weights::block_sum(&wbuf);
@@ -131,6 +157,7 @@ pub(super) fn write_grid(
     // by (dp, sp): offsets are the prefix sums of the counts.
     for (b, &count) in block_counts.iter().enumerate() {
         index.offsets[b + 1] = index.offsets[b] + count;
+        index.bytes[b + 1] = index.bytes[b] + block_bytes[b];
         if count == 0 {
             index.crcs[b] = crc32fast::hash(&[]);
         }

@@ -68,7 +68,11 @@ thread_local! {
 
 impl BoundStore {
     /// A store for `records` records, if the budget holds it (rule 2).
-    pub(crate) fn new(records: u64, budget: &Budget) -> Option<Arc<BoundStore>> {
+    pub(crate) fn new(
+        records: u64,
+        budget: &Budget,
+        pipeline: &sluice_io::Pipeline,
+    ) -> Option<Arc<BoundStore>> {
         if std::env::var_os("SLUICE_KMEANS_BOUNDS").is_some_and(|v| v == "0") {
             return None;
         }
@@ -78,6 +82,10 @@ impl BoundStore {
         }
         // 12 bytes per record, and the map's entries (a few per MiB of data).
         let bytes = records.checked_mul(12)?.checked_add(1 << 16)?;
+        // As the resident copy: never at the cost of the pipeline's block size.
+        if budget.available() < bytes.saturating_add(pipeline.pool_bytes()) {
+            return None;
+        }
         let memory = budget.reserve("the k-means bounds", bytes).ok()?;
         let store = BoundStore {
             blocks: Mutex::new(HashMap::new()),

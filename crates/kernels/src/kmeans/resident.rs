@@ -9,8 +9,9 @@
 //! 1. The blocks replayed are the first pass's, byte for byte, with the same stream offsets
 //!    and seams, and their partials reach the sink in stream order: the same leaves of the
 //!    canonical tree (`tree.rs`), so the same bits as a pass through the pipeline.
-//! 2. The copy is reserved from the budget (the stripe's bytes) before the first pass; when the
-//!    budget cannot hold it, or `SLUICE_KMEANS_RESIDENT=0`, every pass streams.
+//! 2. The copy is reserved from the budget (the stripe's bytes) before the first pass, leaving
+//!    the pipeline's whole pool free; when the budget cannot hold both, or
+//!    `SLUICE_KMEANS_RESIDENT=0`, every pass streams.
 //! 3. A replay runs on as many threads as the first pass's compute workers, takes blocks in
 //!    order from a shared counter, and checks the pipeline's cancel flag between blocks.
 
@@ -49,12 +50,17 @@ pub(crate) struct Resident {
 
 impl Resident {
     /// Room for a stripe of `bytes`, if the budget holds it (rule 2).
-    pub(crate) fn new(bytes: u64, budget: &Budget) -> Option<Resident> {
+    pub(crate) fn new(bytes: u64, budget: &Budget, pipeline: &Pipeline) -> Option<Resident> {
         if std::env::var_os("SLUICE_KMEANS_RESIDENT").is_some_and(|v| v == "0") || bytes == 0 {
             return None;
         }
         #[cfg(test)]
         if OFF.with(std::cell::Cell::get) {
+            return None;
+        }
+        // The passes number blocks by the pipeline's block size: leave its whole pool free, so
+        // that this copy never makes a pass shrink its blocks (sluice-io's pipeline rule 5).
+        if budget.available() < bytes.saturating_add(pipeline.pool_bytes()) {
             return None;
         }
         let memory = budget.reserve("the k-means data kept in memory", bytes).ok()?;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sluice_io::{Plan, RecordLayout};
+use sluice_io::Plan;
 
 use super::WEIGHT_BYTES;
 use crate::Error;
@@ -19,6 +19,9 @@ pub(super) struct Ext {
     /// Edge index (in the grid's edge file) of the extent's first edge.
     pub(super) first_edge: u64,
     pub(super) edges: u64,
+    /// Byte offset in the grid's edge file and stored bytes (4 per edge unless packed).
+    pub(super) first_byte: u64,
+    pub(super) bytes: u64,
     /// Indexes into the pass's `BlockRef` list, in file order.
     pub(super) blocks: Vec<usize>,
 }
@@ -32,18 +35,32 @@ pub(super) struct BlockRef {
     /// Edge range relative to the extent's first edge.
     pub(super) start: u64,
     pub(super) end: u64,
+    /// Stored byte range relative to the extent's first byte.
+    pub(super) bstart: u64,
+    pub(super) bend: u64,
+}
+
+/// What one plan extent reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Read {
+    Edges,
+    Weights,
+    /// Bytes that only align the next edge extent to a frame boundary (packed weighted
+    /// passes: the pipeline cuts the stream every frame); ignored.
+    Filler,
 }
 
 /// The selected blocks of a pass and the plan that reads them.
 pub(super) struct Layout {
     pub(super) plan: Plan,
     pub(super) extents: Vec<Ext>,
-    /// For each plan extent: the [`Ext`] it reads, and whether it reads that run's weights.
-    pub(super) reads: Vec<(usize, bool)>,
+    /// For each plan extent: the [`Ext`] it reads, and what of it.
+    pub(super) reads: Vec<(usize, Read)>,
     pub(super) blocks: Vec<BlockRef>,
-    /// Edge bytes of each column read from disk.
+    /// Stored edge bytes of each column read from disk.
     pub(super) col_bytes: Vec<u64>,
-    /// Edge bytes of the largest column of the pass (disk or cache).
+    /// Edges × 4 of the largest column of the pass (disk or cache): what its partial
+    /// results are sized by.
     pub(super) max_col: u64,
     pub(super) skipped: u64,
     pub(super) edges: u64,
@@ -66,6 +83,7 @@ impl Layout {
         data: &'d [u8],
         checks: &'d mut Vec<(usize, crc32fast::Hasher, u64)>,
     ) -> impl Iterator<Item = (&'d BlockRef, u64, &'d [u8])> + 'd {
+        // Raw blocks only: a packed pass decodes frames first (`Layout::frames`).
         let last = first + (data.len() / 4) as u64;
         let k0 = e.blocks.partition_point(|&bi| self.blocks[bi].end <= first);
         e.blocks[k0..].iter().map_while(move |&bi| {
@@ -80,6 +98,65 @@ impl Layout {
             checks.push((bi, crc, bytes.len() as u64));
             Some((br, lo, bytes))
         })
+    }
+}
+
+/// Frames that failed to decode: the pass's `BlockRef` and why.
+pub(super) type BadFrame = Option<(usize, crate::store::packed::FrameError)>;
+
+impl Layout {
+    /// [`Layout::pieces`] for a packed pass: decodes the whole frames `data` read from byte
+    /// `off` of extent `e`, calling `f(block, first, edges)` for each run of frames of one
+    /// block with their edges decoded (raw encoding; `first`: the extent-relative index of the
+    /// run's first edge). `checks` gets each frame's CRC state and length. Stops at the first
+    /// frame that does not decode.
+    pub(super) fn frames(
+        &self,
+        e: &Ext,
+        off: u64,
+        data: &[u8],
+        checks: &mut Vec<(usize, crc32fast::Hasher, u64)>,
+        mut f: impl FnMut(&BlockRef, u64, &[u8]),
+    ) -> BadFrame {
+        use crate::store::packed::{FRAME_BYTES, FrameError, decode_frame};
+        let mut k = e.blocks.partition_point(|&bi| self.blocks[bi].bend <= off);
+        let mut buf = Vec::new();
+        // The block being decoded, the extent-relative index of its run's first edge, the next.
+        let mut cur: Option<(usize, u64, u64)> = None;
+        for (i, frame) in data.chunks(FRAME_BYTES).enumerate() {
+            let at = off + (i * FRAME_BYTES) as u64;
+            while k < e.blocks.len() && self.blocks[e.blocks[k]].bend <= at {
+                k += 1;
+            }
+            let Some(&bi) = e.blocks.get(k) else {
+                let last = *e.blocks.last()?;
+                return Some((last, FrameError::Malformed("a frame past its extent")));
+            };
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(frame);
+            checks.push((bi, crc, frame.len() as u64));
+            if let Some((b, first, _)) = cur.filter(|c| c.0 != bi) {
+                f(&self.blocks[b], first, &buf);
+                buf.clear();
+                cur = None;
+            }
+            let br = &self.blocks[bi];
+            match decode_frame(frame, &mut buf) {
+                Ok((first, count)) => {
+                    let (first, end) = (br.start + first, br.start + first + count);
+                    let (_, _, next) = cur.get_or_insert((bi, first, first));
+                    if *next != first || end > br.end {
+                        return Some((bi, FrameError::Malformed("frames out of order")));
+                    }
+                    *next = end;
+                }
+                Err(err) => return Some((bi, err)),
+            }
+        }
+        if let Some((b, first, _)) = cur {
+            f(&self.blocks[b], first, &buf);
+        }
+        None
     }
 }
 
@@ -106,7 +183,7 @@ impl Graph {
             {
                 continue;
             }
-            let bytes = e.edges * (EDGE_BYTES + if weighted { WEIGHT_BYTES } else { 0 });
+            let bytes = e.bytes + if weighted { e.edges * WEIGHT_BYTES } else { 0 };
             l.fills[i] = cache.admit(&self.budget, bytes, partials);
         }
     }
@@ -123,7 +200,7 @@ impl Graph {
         for (i, (edges, weights)) in parts.enumerate() {
             let Some(res) = l.fills[i].take() else { continue };
             let e = &l.extents[i];
-            let whole = edges.len() as u64 == e.edges * EDGE_BYTES;
+            let whole = edges.len() as u64 == e.bytes;
             let weights_ok =
                 weights.as_ref().is_some_and(|w| w.len() as u64 == e.edges * WEIGHT_BYTES);
             if !whole || (res.bytes() > edges.len() as u64 && !weights_ok) {
@@ -148,7 +225,7 @@ impl Graph {
     ) -> Result<Layout, Error> {
         let p = self.meta.partitions as usize;
         let mut l = Layout {
-            plan: self.new_plan(RecordLayout::Fixed(std::num::NonZeroUsize::MIN.saturating_add(3))),
+            plan: self.new_plan(self.edge_records()),
             extents: Vec::new(),
             reads: Vec::new(),
             blocks: Vec::new(),
@@ -188,12 +265,14 @@ impl Graph {
                 l.served.push(cache::Served { dp, grids });
                 continue;
             }
+            let mut col_edges = 0;
             for &gi in grids {
                 let g = &self.grids[gi];
                 let mut open: Option<Ext> = None;
                 for sp in 0..p {
                     let b = dp * p + sp;
                     let (lo, hi) = (g.index.offsets[b], g.index.offsets[b + 1]);
+                    let (blo, bhi) = (g.index.bytes[b], g.index.bytes[b + 1]);
                     if lo == hi {
                         continue;
                     }
@@ -209,6 +288,8 @@ impl Graph {
                         dp,
                         first_edge: lo,
                         edges: 0,
+                        first_byte: blo,
+                        bytes: 0,
                         blocks: Vec::new(),
                     });
                     l.blocks.push(BlockRef {
@@ -217,27 +298,38 @@ impl Graph {
                         sp,
                         start: lo - e.first_edge,
                         end: hi - e.first_edge,
+                        bstart: blo - e.first_byte,
+                        bend: bhi - e.first_byte,
                     });
                     e.blocks.push(l.blocks.len() - 1);
                     e.edges += hi - lo;
-                    l.col_bytes[dp] += (hi - lo) * EDGE_BYTES;
+                    e.bytes += bhi - blo;
+                    l.col_bytes[dp] += bhi - blo;
+                    col_edges += hi - lo;
                     l.edges += hi - lo;
                 }
                 if let Some(e) = open.take() {
                     l.extents.push(e);
                 }
             }
-            l.max_col = l.max_col.max(l.col_bytes[dp]);
+            l.max_col = l.max_col.max(col_edges * EDGE_BYTES);
         }
         l.fills = l.extents.iter().map(|_| None).collect();
         for (i, e) in l.extents.iter().enumerate() {
             let g = &self.grids[e.grid];
             if let Some(w) = g.weights.as_ref().filter(|_| weighted) {
                 l.plan.push_extent(w, e.first_edge * WEIGHT_BYTES, e.edges * WEIGHT_BYTES)?;
-                l.reads.push((i, true));
+                l.reads.push((i, Read::Weights));
+                // Packed: the edge frames must start on a multiple of the frame size.
+                let frame = crate::store::packed::FRAME_BYTES as u64;
+                let rest = (e.edges * WEIGHT_BYTES) % frame;
+                if self.packed() && rest != 0 {
+                    l.plan.push_extent(&g.edges, 0, frame - rest)?;
+                    l.reads.push((i, Read::Filler));
+                }
             }
-            l.plan.push_extent(&g.edges, e.first_edge * EDGE_BYTES, e.edges * EDGE_BYTES)?;
-            l.reads.push((i, false));
+            l.plan.push_extent(&g.edges, e.first_byte, e.bytes)?;
+            l.reads.push((i, Read::Edges));
         }
         Ok(l)
     }

@@ -13,6 +13,7 @@
 
 use sluice_io::{Block, BlockKernel};
 
+use super::layout::{BadFrame, BlockRef};
 use super::{Layout, PassStats};
 use crate::Error;
 use crate::engine::{Direction, Graph, VertexId, VertexSet, block_error, decode};
@@ -40,11 +41,20 @@ impl Graph {
         };
         if !layout.extents.is_empty() {
             let p = self.meta.partitions as usize;
-            let kernel = Visit { layout: &layout, psize: self.meta.partition_size as u32, f: &f };
+            let kernel = Visit {
+                layout: &layout,
+                psize: self.meta.partition_size as u32,
+                f: &f,
+                packed: self.packed(),
+            };
             let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
             let mut failure: Option<Error> = None;
             let blocks = &layout.blocks;
-            let run = self.pipeline.run_ordered(&layout.plan, &kernel, |pieces| {
+            let run = self.pipeline.run_ordered(&layout.plan, &kernel, |(pieces, bad)| {
+                if let Some((bi, e)) = bad.filter(|_| failure.is_none()) {
+                    let br = &blocks[bi];
+                    failure = Some(self.frame_failure(br.grid, br.block, &e));
+                }
                 for (bi, crc, len) in pieces {
                     if failure.is_some() {
                         return;
@@ -58,7 +68,7 @@ impl Graph {
                     }
                     hasher.combine(&crc);
                     *done += len;
-                    if *done == (br.end - br.start) * EDGE_BYTES {
+                    if *done == br.bend - br.bstart {
                         let Some((_, h, _)) = cur.take() else { return };
                         if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
                             failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
@@ -87,25 +97,36 @@ struct Visit<'a, F> {
     layout: &'a Layout,
     psize: u32,
     f: &'a F,
+    packed: bool,
 }
 
 impl<F: Fn(VertexId, VertexId) + Sync> BlockKernel for Visit<'_, F> {
-    /// (block, CRC-32 of the piece, piece bytes) for each grid block the read overlaps.
-    type Partial = Vec<(usize, crc32fast::Hasher, u64)>;
+    /// (block, CRC-32 of the piece, piece bytes) for each grid block the read overlaps, and a
+    /// packed frame that did not decode.
+    type Partial = (Vec<(usize, crc32fast::Hasher, u64)>, BadFrame);
 
     fn process(&self, b: &Block<'_>) -> Self::Partial {
         let (ext, _) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];
-        let data = &b.data[..b.data.len() / 4 * 4];
         let mut pieces = Vec::new();
-        for (br, _, bytes) in self.layout.pieces(e, b.extent_offset / EDGE_BYTES, data, &mut pieces)
-        {
+        let visit = |br: &BlockRef, bytes: &[u8]| {
             let (sbase, dbase) = (br.sp as u32 * self.psize, e.dp as u32 * self.psize);
             for x in bytes.chunks_exact(4) {
                 let (s, d) = decode(x);
                 (self.f)(sbase + s, dbase + d);
             }
+        };
+        if self.packed {
+            let bad = self
+                .layout
+                .frames(e, b.extent_offset, b.data, &mut pieces, |br, _, x| visit(br, x));
+            return (pieces, bad);
         }
-        pieces
+        let data = &b.data[..b.data.len() / 4 * 4];
+        for (br, _, bytes) in self.layout.pieces(e, b.extent_offset / EDGE_BYTES, data, &mut pieces)
+        {
+            visit(br, bytes);
+        }
+        (pieces, None)
     }
 }
