@@ -45,7 +45,7 @@ fn smallest_budget(text: &str) -> Option<u64> {
 /// Runs `args` at the smallest budget it accepts (raising it while a later pass asks for more)
 /// and returns (budget, peak RSS) of the run that succeeded.
 fn at_smallest_budget(args: &[&str]) -> (u64, u64) {
-    let mut mib = 16;
+    let mut mib = 32;
     for _ in 0..8 {
         let memory = format!("{mib}M");
         let mut all = args.to_vec();
