@@ -53,15 +53,14 @@ pub fn verify_within(dir: &Path, budget: &Budget) -> Result<VerifyReport, Error>
     let n = meta.num_vertices as usize;
     let p = meta.partitions;
     let grids: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
-    // The buffers, the indexes (u64 offsets and two u32 CRCs per block, with their bytes while
-    // decoded) and the vertex arrays, reserved before anything is read.
-    // The file checksums' 4 MiB buffer (`store::file_sum`) and the edge and weight pieces.
-    let _buffers = budget.reserve("verify read buffers", (4 << 20) + 2 * CHUNK as u64)?;
+    // Reserved before anything else is read, in one reservation, so that a refusal names the whole need: the file checksums' 4 MiB buffer
+    // (`store::file_sum`), the edge and weight pieces, the indexes (u64 offsets and two u32
+    // CRCs per block, with their bytes while decoded) and the vertex arrays.
     let index_bytes = p.saturating_mul(p).saturating_mul(32).saturating_add(16);
-    let _indexes =
-        budget.reserve("grid indexes", index_bytes.saturating_mul(grids.len() as u64))?;
-    let _vertices =
-        budget.reserve("vertex ids and degrees (verify)", (n as u64).saturating_mul(32))?;
+    let need = ((4u64 << 20) + 2 * CHUNK as u64)
+        .saturating_add(index_bytes.saturating_mul(grids.len() as u64))
+        .saturating_add((n as u64).saturating_mul(32));
+    let _memory = budget.reserve("vertex ids and degrees, grid indexes and read buffers", need)?;
     let mut report = VerifyReport { files: 0, blocks: 0, edges: 0, bytes: 0 };
     for (name, sum) in &meta.files {
         let path = dir.join(name);
