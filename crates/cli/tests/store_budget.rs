@@ -7,6 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 
 /// Runs sluice with `args`; returns (exit code, stdout and stderr, peak RSS in bytes).
+#[allow(clippy::zombie_processes)] // reaped by `wait4` below, which also gives its rusage
 fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)

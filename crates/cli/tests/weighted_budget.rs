@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 const SLACK: u64 = 64 << 20;
 
 /// Runs sluice with `args`; returns (exit code, stdout and stderr, peak RSS in bytes).
+#[allow(clippy::zombie_processes)] // reaped by `wait4` below, which also gives its rusage
 fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
