@@ -294,8 +294,12 @@ impl AnonRegion {
         let base = map.wrapping_add(map.align_offset(HUGE_PAGE));
         // SAFETY: `[base, base + len)` lies inside the mapping just made (`align_offset` is
         // below HUGE_PAGE, and the mapping has HUGE_PAGE spare bytes). MADV_HUGEPAGE changes no
-        // byte; where THP is off it fails harmlessly and 4 KiB pages are used.
-        unsafe { libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE) };
+        // byte; where THP is off it fails harmlessly and 4 KiB pages are used. Miri has no
+        // `madvise`: a hint only, left out there (scripts/soundness runs the pool's tests).
+        #[cfg(not(miri))]
+        unsafe {
+            libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE)
+        };
         Ok(AnonRegion { map, map_len, base })
     }
 
