@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! sluice-fuzz [--seconds S] [--execs N] [--seed K] [--out DIR] [TARGET...]
+//! sluice-fuzz --seeds DIR     (writes DIR/TARGET/seed-N: corpora for fuzz/libfuzzer)
 //! ```
 //! Prints one line per target: executions, crashes (distinct panic messages), corpus size, rate.
 //! Each crashing input is written to `DIR/crashes/TARGET-N.bin` with its message beside it.
@@ -16,8 +17,8 @@
 //! leaves its input in the scratch directory printed at the start.
 
 mod mutate;
-mod seeds;
-mod targets;
+
+use sluice_fuzz::{seeds, targets};
 
 use std::collections::{BTreeMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -65,6 +66,15 @@ fn parse_args() -> anyhow::Result<Options> {
             "--execs" => o.execs = value()?.parse().context("--execs")?,
             "--seed" => o.seed = value()?.parse().context("--seed")?,
             "--out" => o.out = PathBuf::from(value()?),
+            "--seeds" => {
+                // A libFuzzer corpus: DIR/TARGET/seed-N for every target (fuzz/libfuzzer).
+                let dir = PathBuf::from(value()?);
+                for t in TARGETS {
+                    sluice_fuzz::write_seeds(t.name, &dir.join(t.name))?;
+                    sluice_fuzz::write_dict(t.name, &dir.join(format!("{}.dict", t.name)))?;
+                }
+                std::process::exit(0);
+            }
             "--list" => {
                 TARGETS.iter().for_each(|t| println!("{}", t.name));
                 std::process::exit(0);

@@ -103,7 +103,7 @@ fn index(p: u8, offsets: &[u64]) -> Vec<u8> {
 }
 
 /// The seeds of `target`.
-pub(crate) fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
+pub fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
     let ldbc = shared.join("ldbc");
     let from = |suffix: &str, lines: bool| -> Vec<Vec<u8>> {
         files(&ldbc, suffix).iter().filter_map(|p| head(p, 4096, lines)).collect()

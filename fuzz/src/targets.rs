@@ -11,24 +11,31 @@ use sluice_kernels::{GrepConfig, GrepKernel, Hinted, KmeansConfig, StatsConfig, 
 
 /// What every target shares: the scratch directory, a pipeline (unused by the parsers, which
 /// read whole files), and the fixed companions of an LDBC input.
-pub(crate) struct Ctx {
-    pub(crate) dir: PathBuf,
+#[allow(missing_debug_implementations)]
+pub struct Ctx {
+    /// The scratch directory the targets write their inputs to.
+    pub dir: PathBuf,
     pipeline: Pipeline,
     ldbc: [Vec<u8>; 3],
 }
 
 /// One fuzz target.
-pub(crate) struct Target {
-    pub(crate) name: &'static str,
+#[allow(missing_debug_implementations)]
+pub struct Target {
+    /// The target's name (`sluice-fuzz --list`, the libFuzzer target's file name).
+    pub name: &'static str,
     /// Tokens the mutator inserts.
-    pub(crate) dict: &'static [&'static [u8]],
+    pub dict: &'static [&'static [u8]],
     /// Largest input, bytes.
-    pub(crate) max_len: usize,
-    pub(crate) run: fn(&Ctx, &[u8]) -> Result<()>,
+    pub max_len: usize,
+    /// Runs the parser on one input: `Err` is a rejection, a panic a crash.
+    pub run: fn(&Ctx, &[u8]) -> Result<()>,
 }
 
 impl Ctx {
-    pub(crate) fn new(dir: PathBuf, shared: &Path) -> Result<Ctx> {
+    /// A context writing to `dir`, with LDBC companions from `shared` (the datasets folder's
+    /// parent).
+    pub fn new(dir: PathBuf, shared: &Path) -> Result<Ctx> {
         let pipeline =
             PipelineBuilder::new().block_size(1 << 16).io_threads(1).workers(1).build()?;
         let ex = shared.join("ldbc/example-directed/example-directed");
@@ -165,7 +172,8 @@ fn memory_size(_ctx: &Ctx, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-pub(crate) const TARGETS: &[Target] = &[
+/// Every target, one per parser.
+pub const TARGETS: &[Target] = &[
     Target {
         name: "npy",
         dict: &[

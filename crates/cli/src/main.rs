@@ -57,6 +57,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts: one malloc arena, so freed blocks are reused by every thread
+    // and the peak RSS stays within --memory (`sluice_io::one_malloc_arena`).
+    sluice_io::one_malloc_arena();
     // First, before any thread starts: SIGINT/SIGTERM/SIGHUP become a clean exit (130/143/129)
     // with every temporary removed (`sluice_io::output::signals`).
     sluice_io::output::signals::install();

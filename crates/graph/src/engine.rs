@@ -275,12 +275,18 @@ impl Graph {
     /// The whole of store file `path` as opened by [`Graph::open`].
     fn read_held(&self, path: &Path) -> Result<Vec<u8>, Error> {
         use std::os::unix::fs::FileExt;
-        let held = self.grids.iter().flat_map(|g| &g.held).find(|(p, _)| p == path);
-        let (_, f) = held.ok_or_else(|| Error::corrupt(path, "not a file of this store"))?;
+        let f = self.held(path)?;
         let len = f.metadata().map_err(|e| Error::io(path, "cannot read", e))?.len();
         let mut bytes = vec![0u8; len as usize];
         f.read_exact_at(&mut bytes, 0).map_err(|e| Error::io(path, "cannot read", e))?;
         Ok(bytes)
+    }
+
+    /// The descriptor held for the store file at `path` (issue 17 defect 3).
+    fn held(&self, path: &Path) -> Result<&std::fs::File, Error> {
+        let held = self.grids.iter().flat_map(|g| &g.held).find(|(p, _)| p == path);
+        held.map(|(_, f)| f.as_ref())
+            .ok_or_else(|| Error::corrupt(path, "not a file of this store"))
     }
 
     /// The store's metadata.

@@ -92,4 +92,4 @@ pub use engine::{
     CacheReport, Direction, EdgeKernel, Graph, PassStats, VertexArray, VertexId, VertexSet,
 };
 pub use error::Error;
-pub use verify::{VerifyReport, verify};
+pub use verify::{VerifyReport, verify, verify_within};

@@ -89,7 +89,7 @@ pub use output::{OutputFile, npy_header};
 pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 pub use plan::{Extent, Plan, RecordLayout};
 pub use stats::{Copies, FileAccess, RunStats};
-pub use sys::drop_from_page_cache;
+pub use sys::{drop_from_page_cache, one_malloc_arena};
 
 use std::path::PathBuf;
 use std::sync::Arc;

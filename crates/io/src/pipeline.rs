@@ -120,9 +120,8 @@ fn pool_buffers(s: &Settings, reads: usize, available: u64) -> usize {
 /// pipeline must leave free so that rule 5 shrinks nothing (0 when the settings are invalid:
 /// the run then fails on them anyway).
 pub(crate) fn full_pool_bytes(config: &Config) -> u64 {
-    Settings::resolve(config).map_or(0, |s| {
-        pool_buffers(&s, usize::MAX / 2, u64::MAX) as u64 * s.block_size as u64
-    })
+    Settings::resolve(config)
+        .map_or(0, |s| pool_buffers(&s, usize::MAX / 2, u64::MAX) as u64 * s.block_size as u64)
 }
 
 pub(crate) fn run_ordered<K, F>(

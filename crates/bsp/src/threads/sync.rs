@@ -157,6 +157,14 @@ impl Process {
 /// As for `std::ptr::copy::<u8>(src, dst, len)`.
 #[inline(always)]
 unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    // A put or get onto its own source (a process putting a slot's bytes to the same place in
+    // its own slot) copies nothing: skipped, it does not write bytes that other processes may
+    // be reading as the source of their puts in this same data phase. ThreadSanitizer found
+    // that write racing a peer's read (`hook_turns_existing_threads_into_a_section`: every
+    // process puts `buf[s]` to `buf[s]` everywhere, itself included).
+    if std::ptr::eq(src, dst) {
+        return;
+    }
     match len {
         // SAFETY: the caller guarantees 1 readable byte at `src` and 1 writable at `dst`.
         1 => unsafe { dst.write(src.read()) },

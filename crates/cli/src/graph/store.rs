@@ -130,6 +130,23 @@ pub(super) struct InfoArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Memory cap for the whole process: bytes, or 512M, 2G ... [default: the cgroup limit, else
+    /// half the RAM]
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
+}
+
+impl InfoArgs {
+    /// The budget `--memory` sets (checked as every subcommand checks it), or the default.
+    fn budget(&self) -> anyhow::Result<sluice_io::Budget> {
+        let total = match &self.memory {
+            Some(text) => sluice_io::parse_size(text)
+                .and_then(sluice_io::memory::check_budget)
+                .context("--memory")?,
+            None => sluice_io::memory::default_budget(),
+        };
+        sluice_io::Budget::new(total).context("--memory")
+    }
 }
 
 pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -350,6 +367,11 @@ fn check_free_space(output: &std::path::Path, bytes: u64) -> anyhow::Result<()> 
 }
 
 pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    // `info` reads only `meta.json`, whole: its bytes and the parsed map are reserved (three
+    // times its length) before it is read.
+    let budget = a.budget()?;
+    let len = std::fs::symlink_metadata(a.store.join("meta.json")).map_or(0, |m| m.len());
+    let _meta = budget.reserve("meta.json", len.saturating_mul(3))?;
     let meta = sluice_graph::store::read_meta(&a.store)?;
     if a.json {
         say!("{}", serde_json::to_string_pretty(&meta)?);
@@ -390,7 +412,7 @@ pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn verify(a: InfoArgs) -> anyhow::Result<ExitCode> {
-    let r = sluice_graph::verify(&a.store)?;
+    let r = sluice_graph::verify_within(&a.store, &a.budget()?)?;
     if a.json {
         say!(
             "{}",

@@ -241,16 +241,20 @@ impl Graph {
                     }
                     match &mut part.values {
                         Values::Weights { offset, bytes } => {
+                            // The run's whole weights, allocated once at their size (the run
+                            // that `partials_bytes` reserves): growing by doubling held up to
+                            // three times a run while it was copied.
+                            let run = layout.extents[part.ext].edges * WEIGHT_BYTES;
                             if reading.0 != part.ext {
-                                reading = (part.ext, Vec::new());
+                                reading = (part.ext, Vec::with_capacity(run as usize));
                             }
-                            if *offset != reading.1.len() as u64 {
+                            if *offset != reading.1.len() as u64
+                                || *offset + bytes.len() as u64 > run
+                            {
                                 failure = Some(Error::corrupt(&self.dir, "weights out of order"));
+                                return;
                             }
-                            match reading.1.is_empty() {
-                                true => reading.1 = std::mem::take(bytes),
-                                false => reading.1.extend_from_slice(bytes),
-                            }
+                            reading.1.extend_from_slice(bytes);
                             return;
                         }
                         Values::Deferred(pieces) => {

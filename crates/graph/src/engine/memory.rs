@@ -53,10 +53,7 @@ impl Graph {
                 data = blocks?.concat();
             }
             let weights = match &g.weights {
-                Some(w) => {
-                    let raw = self.read_held(w)?;
-                    Some(store::weights::verify_all(w, &g.index, p, &raw)?)
-                }
+                Some(w) => Some(store::weights::load(w, self.held(w)?, &g.index, p)?),
                 None => None,
             };
             self.grids[gi].mem = Some((data, weights));

@@ -8,6 +8,7 @@
 //!    streaming passes per run of blocks, in-memory loading per block, `verify` per block.
 //! 3. A mismatch is [`Error::Corrupt`] naming the weight file and the block `(sp, dp)`.
 
+use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
@@ -30,8 +31,19 @@ pub(crate) fn verify_block(
     b: usize,
     bytes: &[u8],
 ) -> Result<(), Error> {
-    let want = index.weight_crcs.get(b).copied();
-    if want != Some(block_sum(bytes)) {
+    verify_sum(path, index, p, b, block_sum(bytes))
+}
+
+/// Checks block `b`'s weights by their CRC-32 `sum`, computed by a reader that hashed them in
+/// pieces (rule 2).
+pub(crate) fn verify_sum(
+    path: &Path,
+    index: &GridIndex,
+    p: usize,
+    b: usize,
+    sum: u32,
+) -> Result<(), Error> {
+    if index.weight_crcs.get(b).copied() != Some(sum) {
         return Err(Error::corrupt(
             path,
             format!("weights of block ({}, {}) fail their checksum", b % p, b / p),
@@ -57,19 +69,43 @@ pub fn verify_run(
     Ok(())
 }
 
-/// Checks every block of a whole weight file (rule 2) and decodes it.
-pub(crate) fn verify_all(
+/// Reads a whole weight file from `file` (the store's held descriptor for `path`), checking
+/// every block (rule 2), and decodes it: 8 bytes per edge, the decoded weights only (the file
+/// is read in [`LOAD_CHUNK`]-byte pieces, never held raw beside them: an in-memory load
+/// reserves 8 bytes per weight).
+pub(crate) fn load(
     path: &Path,
+    file: &File,
     index: &GridIndex,
     p: usize,
-    bytes: &[u8],
 ) -> Result<Vec<f64>, Error> {
-    let blocks = (0..p * p).map(|b| (b, index.offsets[b]..index.offsets[b + 1]));
-    verify_run(path, index, p, bytes, blocks)?;
-    Ok(decode(bytes))
+    use std::os::unix::fs::FileExt;
+    let edges = index.offsets.get(p * p).copied().unwrap_or(0);
+    let len = file.metadata().map_err(|e| Error::io(path, "cannot read", e))?.len();
+    if len != edges.saturating_mul(WEIGHT_BYTES) {
+        return Err(Error::corrupt(path, format!("{len} bytes, the index says {edges} weights")));
+    }
+    let mut out = Vec::with_capacity(edges as usize);
+    let mut buf = vec![0u8; LOAD_CHUNK];
+    let mut pos = 0u64;
+    for b in 0..p * p {
+        let mut left = (index.offsets[b + 1] - index.offsets[b]) * WEIGHT_BYTES;
+        let mut hasher = crc32fast::Hasher::new();
+        while left > 0 {
+            let piece = &mut buf[..left.min(LOAD_CHUNK as u64) as usize];
+            file.read_exact_at(piece, pos).map_err(|e| Error::io(path, "cannot read", e))?;
+            hasher.update(piece);
+            out.extend(
+                piece
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+            );
+            (pos, left) = (pos + piece.len() as u64, left - piece.len() as u64);
+        }
+        verify_sum(path, index, p, b, hasher.finalize())?;
+    }
+    Ok(out)
 }
 
-/// Decodes little-endian `f64`s.
-pub(crate) fn decode(bytes: &[u8]) -> Vec<f64> {
-    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()
-}
+/// Bytes per read of [`load`].
+const LOAD_CHUNK: usize = 1 << 20;

@@ -1,0 +1,108 @@
+//! Weighted passes stay within `--memory` (issue 17, "Left": streaming `sssp` at `--memory
+//! 512M` peaked at 757–810 MiB on a scale-22 store). Each weighted run — streaming `sssp`, `spmv`
+//! and `sssp --in-memory` — runs at the smallest budget it accepts (found from the refusal's
+//! "needs --memory NM at least"), and its own peak RSS, read with `wait4(2)`, is at most the
+//! budget plus 64 MiB (the note's rule). Before: the in-memory load held the raw weight file
+//! beside the decoded weights (8 bytes per edge outside the reservation), and glibc's per-thread
+//! malloc arenas kept the blocks a pass freed on one thread out of reach of the others.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Bytes above the budget a run may use (the note's rule).
+const SLACK: u64 = 64 << 20;
+
+/// Runs sluice with `args`; returns (exit code, stdout and stderr, peak RSS in bytes).
+#[allow(clippy::zombie_processes)] // reaped by `wait4` below, which also gives its rusage
+fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    let mut text = String::new();
+    // Both pipes are drained before the wait (a run prints a few lines to each).
+    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut text).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `ru` are valid and writable; the pid is our child, not yet reaped
+    // (`Child` waits only when asked).
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, text, ru.ru_maxrss as u64 * 1024) // kilobytes on Linux (getrusage(2))
+}
+
+/// The MiB in "needs --memory NM at least", if the text has it.
+fn smallest_budget(text: &str) -> Option<u64> {
+    let rest = &text[text.find("needs --memory ")? + "needs --memory ".len()..];
+    rest[..rest.find("M at least")?].parse().ok()
+}
+
+/// Runs `args` at the smallest budget it accepts (raising it while a later pass asks for more)
+/// and returns (budget, peak RSS) of the run that succeeded.
+fn at_smallest_budget(args: &[&str]) -> (u64, u64) {
+    let mut mib = 32;
+    for _ in 0..8 {
+        let memory = format!("{mib}M");
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--memory", &memory]);
+        let (code, text, rss) = sluice_rss(&all);
+        match (code, smallest_budget(&text)) {
+            (Some(0), _) => return (mib << 20, rss),
+            (Some(2), Some(need)) if need > mib => mib = need,
+            _ => panic!("sluice {}: {text}", all.join(" ")),
+        }
+    }
+    panic!("sluice {}: no budget found", args.join(" "));
+}
+
+#[test]
+fn weighted_runs_peak_within_their_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    // Scale 21, 4 edges per vertex: 16.8 M stored weighted edges, 14 x 14 partitions.
+    let make = ["graph", "gen", "--scale", "21", "--edge-factor", "4", "--weights", "-o"];
+    let (code, text, _) = sluice_rss(&[&make[..], &[&d("k.bin")]].concat());
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text, _) = sluice_rss(&[
+        "graph",
+        "import",
+        "--format",
+        "bin",
+        "--weight",
+        "f32",
+        "--undirected",
+        "--memory",
+        "256M",
+        &d("k.bin"),
+        "-o",
+        &d("k.grid"),
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    std::fs::remove_file(d("k.bin")).unwrap();
+    // A source and the vector x: the first stored vertex ids.
+    let ids = std::fs::read(Path::new(&d("k.grid")).join("ids.bin")).unwrap();
+    let id = |i: usize| u64::from_le_bytes(ids[i * 8..i * 8 + 8].try_into().unwrap()).to_string();
+    std::fs::write(d("x.txt"), format!("{} 1.5\n{} 2\n{} 0.25\n", id(0), id(1), id(2))).unwrap();
+    let (store, src, out) = (d("k.grid"), id(0), d("out.txt"));
+    let runs: [&[&str]; 3] = [
+        &["graph", "sssp", &store, "--source", &src, "-o", &out],
+        &["graph", "sssp", &store, "--source", &src, "--in-memory", "-o", &out],
+        &["graph", "spmv", &store, "--vector", &d("x.txt"), "-o", &out],
+    ];
+    for run in runs {
+        let (budget, rss) = at_smallest_budget(run);
+        assert!(
+            rss <= budget + SLACK,
+            "{}: peak RSS {} MiB at --memory {} MiB",
+            run.join(" "),
+            rss >> 20,
+            budget >> 20
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! libFuzzer target `ldbc-properties` (see `sluice_fuzz::targets`).
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_fuzz::run("ldbc-properties", data));
