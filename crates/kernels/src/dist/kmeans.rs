@@ -66,11 +66,33 @@ pub fn kmeans(
             labels.extend(l.iter().flat_map(|j| j.to_le_bytes()));
         }
     })?;
+    let report = sum_assigned(ctx, report)?;
     if let Some(target) = &config.labels {
         let (all, _) = gather_varied(ctx, 0, &labels).map_err(Error::from)?;
         drop(labels);
         let written = if rank == 0 { write_labels(target, m.n, &all) } else { Ok(()) };
         agree(ctx, written.map(|()| Vec::new()))?;
+    }
+    Ok(report)
+}
+
+/// Every iteration's `assigned` summed over the ranks (each counts the records it assigned in
+/// full), so the report is the one a single process prints over the same records: the bounds
+/// are per record, so the sum is exact.
+pub(super) fn sum_assigned(
+    ctx: &mut Ctx,
+    mut report: KmeansReport,
+) -> Result<KmeansReport, KmeansError> {
+    let mine = report.history.iter().flat_map(|i| i.assigned.to_le_bytes()).collect();
+    let all = agree(ctx, Ok(mine))?;
+    for (i, it) in report.history.iter_mut().enumerate() {
+        it.assigned = all
+            .iter()
+            .map(|r| {
+                r.get(8 * i..8 * i + 8)
+                    .map_or(0, |w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            })
+            .sum();
     }
     Ok(report)
 }

@@ -23,7 +23,7 @@ use sluice_bsp::collectives::gather_varied;
 use sluice_io::placement::reads_in;
 use sluice_io::{Budget, Pipeline};
 
-use super::kmeans::{Ranks, agree, write_labels};
+use super::kmeans::{Ranks, agree, sum_assigned, write_labels};
 use crate::Error;
 use crate::kmeans::stripe as whole_stripe;
 use crate::kmeans::{Init, KmeansConfig, KmeansError, KmeansReport, first_centres, fit, setup};
@@ -106,6 +106,7 @@ pub fn kmeans_parts(
         }
     });
     let report = report.map_err(|e| in_its_part(e, parts, &held))?;
+    let report = sum_assigned(ctx, report)?;
     if let Some(target) = &config.labels {
         let (all, _) = gather_varied(ctx, 0, &labels).map_err(Error::from)?;
         drop(labels);

@@ -37,8 +37,8 @@ pub struct Iteration {
     pub shift: f64,
     /// Empty clusters given a far record (rule 4).
     pub relocated: usize,
-    /// Records this process assigned in full; the others kept their labels by Hamerly's
-    /// bounds (`bounds.rs`), exactly.
+    /// Records assigned in full (summed over the ranks under mpirun); the others kept their
+    /// labels by Hamerly's bounds (`bounds.rs`), exactly.
     pub assigned: u64,
     /// Wall time of the pass and the update.
     pub seconds: f64,
