@@ -307,8 +307,10 @@ def test_stats_axis0_refusals_and_empty(tmp_path, sluice):
 @pytest.mark.parametrize("engine", ["ioc", "sync"])
 def test_grep_max_count_stops_reading(tmp_path, sluice, engine):
     """`-m 1` stops the pass once its line is printed: of a 64 MiB file whose pages were
-    dropped, a buffered read leaves under a quarter in the page cache (`fincore`); `-m 2`,
-    whose second line is the last one, reads it all."""
+    dropped, a buffered read leaves under half in the page cache (`fincore`); `-m 2`, whose
+    second line is the last one, reads it all. (Half, not less: the reads and the mapped
+    path's prefetch already under way when the stop is seen depend on timing — CI once saw
+    20 MiB — while a pass that does not stop reads all 64.)"""
     path = tmp_path / "big.txt"
     with open(path, "wb") as f:
         f.write(b"needle one\n" + (b"x" * 99 + b"\n") * (64 * 10_486) + b"needle last\n")
@@ -333,4 +335,4 @@ def test_grep_max_count_stops_reading(tmp_path, sluice, engine):
         pytest.skip(f"the page cache kept only {full} of {size} bytes of a full read")
     out, part = resident_after("-m", "1", "-A", "1")
     assert out == "needle one\n" + "x" * 99 + "\n"
-    assert part < size / 4, (part, size)
+    assert part < size / 2, (part, size)
