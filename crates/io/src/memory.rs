@@ -146,7 +146,10 @@ pub struct Reservation {
 impl Budget {
     /// A budget of `total` bytes, with [`BASELINE_BYTES`] already taken.
     pub fn new(total: u64) -> Result<Budget, Error> {
-        if total <= BASELINE_BYTES {
+        // Exactly the allowance is a budget with nothing left: refused by the first reservation,
+        // whose error then names what that needs on top (a refusal here would report needing
+        // no more than it was given).
+        if total < BASELINE_BYTES {
             return Err(Error::OverBudget {
                 what: "the program itself".into(),
                 needed: BASELINE_BYTES,
@@ -267,5 +270,24 @@ mod tests {
         drop(a);
         assert_eq!(budget.available(), 1000);
         budget.reserve("b", 600).unwrap();
+    }
+
+    // The CLI's hint ("needs --memory N at least") is what was in use plus what was asked for;
+    // it must name more than the budget that refused, at every size around the allowance (a
+    // 16M budget once printed "needs 16M at least").
+    #[test]
+    fn every_refusal_asks_for_more_than_the_budget_had() {
+        for total in [BASELINE_BYTES - 1, BASELINE_BYTES, BASELINE_BYTES + 1, BASELINE_BYTES + 4096]
+        {
+            let refusal = match Budget::new(total) {
+                Err(e) => e,
+                Ok(budget) => budget.reserve("a block", 8192).unwrap_err(),
+            };
+            let Error::OverBudget { needed, available, budget, .. } = refusal else {
+                panic!("{total}: {refusal}")
+            };
+            assert_eq!(budget, total);
+            assert!(budget - available + needed > total, "{total}: the hint would not exceed it");
+        }
     }
 }
