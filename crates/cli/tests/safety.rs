@@ -156,6 +156,24 @@ fn closed_stdout_is_an_error() {
     }
 }
 
+// ... but a `/dev/null` the caller opened read-write on purpose (Python's `subprocess.DEVNULL`,
+// daemons) is a stdout like any other: it was once mistaken for a closed one and refused.
+#[test]
+fn dev_null_opened_read_write_is_not_a_closed_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("x.bin");
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").unwrap();
+    let out = Command::new(bin())
+        .args(["graph", "gen", "--scale", "4", "-o", s(&out_file)])
+        .stdin(Stdio::null())
+        .stdout(null)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // 16 edges per vertex, two u32 ids each: the file is whole.
+    assert_eq!(std::fs::metadata(&out_file).unwrap().len(), 16 * 16 * 8);
+}
+
 /// The sorted file list and meta.json of a store, or None when it is not a whole store.
 fn whole_store(store: &Path) -> Option<String> {
     let out = sluice(["graph", "verify", s(store)]);

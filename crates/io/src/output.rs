@@ -93,24 +93,13 @@ fn is_descriptor_link(path: &Path) -> bool {
         || s == "/dev/stderr"
 }
 
-/// Returns true if and only if standard output was closed when the process started: Rust's
-/// runtime then opens `/dev/null` read-write on descriptor 1 (`std::sys::pal::unix::init`), so
-/// output would vanish with exit 0. A shell's `>/dev/null` opens it write-only, which is not
-/// mistaken for this.
+/// Returns true if and only if standard output was closed when the process started (Rust's
+/// runtime then reopens descriptor 1 on `/dev/null`, so output would vanish with exit 0):
+/// [`crate::sys::stdout_closed_at_start`], a check made before the runtime's. A `/dev/null`
+/// the caller opened on purpose, write-only (`>/dev/null`) or read-write
+/// (`subprocess.DEVNULL`), is not mistaken for it.
 pub fn stdout_was_closed() -> bool {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    let out = std::io::stdout();
-    let fd = out.as_fd();
-    let Ok(flags) = fcntl(fd, FcntlArg::F_GETFL) else { return true };
-    let read_write = OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE == OFlag::O_RDWR;
-    let null = nix::sys::stat::stat("/dev/null").map(|s| s.st_rdev);
-    let here = nix::sys::stat::fstat(fd).map(|s| (s.st_mode, s.st_rdev));
-    match (null, here) {
-        (Ok(null), Ok((mode, rdev))) => {
-            read_write && (mode & libc::S_IFMT) == libc::S_IFCHR && rdev == null
-        }
-        _ => false,
-    }
+    crate::sys::stdout_closed_at_start()
 }
 
 impl OutputFile {

@@ -25,11 +25,17 @@
 //!    rayon threads and freed on appliers left each arena with free holes the others could not
 //!    use (weighted `sssp`, scale 22, `--memory 760M`: peak RSS 1111 MiB with per-thread arenas,
 //!    553 MiB with one; reservations never exceeded the budget). Call it first in `main`.
+//! 6. [`stdout_closed_at_start`] says whether descriptor 1 was closed when the process was
+//!    started, from a check that runs before Rust's runtime reopens a closed descriptor 1 on
+//!    `/dev/null` (an `.init_array` entry, run by the C library before `main`). Asking after
+//!    the fact cannot tell that reopened descriptor from a `/dev/null` the parent opened
+//!    read-write on purpose (Python's `subprocess.DEVNULL`), which must run.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `cachestat(2)` number; the same on every architecture (added in Linux 6.5, commit cf264e1329fb).
 const SYS_CACHESTAT: libc::c_long = 451;
@@ -333,6 +339,31 @@ pub fn one_malloc_arena() -> bool {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     false
+}
+
+/// Set before `main` if descriptor 1 was closed (contract rule 6).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_closed_stdout() {
+    // SAFETY: F_GETFD reads a descriptor's flags and fails with EBADF on a closed one; it
+    // touches no memory of ours, for any descriptor number.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: the C library calls every `.init_array` entry once, before `main` and any thread,
+// as a function taking no arguments; `note_closed_stdout` is one and needs nothing initialised
+// but the C library. Hand-written rather than the `ctor` crate: six lines against a proc-macro
+// dependency in every build.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
+
+/// Whether descriptor 1 was closed when the process started (contract rule 6).
+pub(crate) fn stdout_closed_at_start() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// Drops `file`'s pages from the page cache after writing them back (contract rule 4).
