@@ -8,6 +8,8 @@ use clap::Subcommand;
 use sluice_bsp::bench::{self, BenchConfig};
 use sluice_bsp::probe::CostTable;
 
+use crate::common::MemoryArgs;
+
 /// Arguments of `sluice bsp`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BspArgs {
@@ -56,8 +58,14 @@ enum BspCommand {
         /// Print the figures as one JSON object (as `--json` does everywhere).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        memory: MemoryArgs,
     },
 }
+
+/// What `probe` holds at most: a measurement's buffers when no table is stored (64 KiB per
+/// process, its queues), the table itself.
+const PROBE_BYTES: u64 = 1 << 20;
 
 /// The backend `sluice bsp bench` measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -127,30 +135,34 @@ pub(crate) fn run(args: BspArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        BspCommand::Probe { p, json: true } => {
-            let table = sluice_bsp::probe::cost_table();
-            let sizes = [8usize, 64, 1024, 1 << 20];
-            let points: Vec<_> = sizes
-                .iter()
-                .map(|&b| serde_json::json!({"bytes": b, "g_s_per_byte": table.g(p, b), "l_s": table.l(p, b)}))
-                .collect();
-            let value = serde_json::json!({"source": table.source, "p": p, "points": points});
-            println!("{}", serde_json::to_string_pretty(&value)?);
-        }
-        BspCommand::Probe { p, json: false } => {
-            let table = sluice_bsp::probe::cost_table();
-            println!("source: {}", table.source);
-            println!("{:>4} {:>10} {:>14} {:>12}", "p", "bytes", "g (s/byte)", "l (s)");
-            for size in [8usize, 64, 1024, 1 << 20] {
-                println!(
-                    "{p:>4} {size:>10} {:>14.3e} {:>12.3e}",
-                    table.g(p, size),
-                    table.l(p, size)
-                );
-            }
+        BspCommand::Probe { p, json, memory } => {
+            let budget = memory.budget()?;
+            let _held = budget.reserve("the probe table or its measurement", PROBE_BYTES)?;
+            probe(p, json)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice bsp probe`: the table `probe` answers from, at `p` processes.
+fn probe(p: u32, json: bool) -> anyhow::Result<()> {
+    let table = sluice_bsp::probe::cost_table();
+    let sizes = [8usize, 64, 1024, 1 << 20];
+    if json {
+        let points: Vec<_> = sizes
+            .iter()
+            .map(|&b| serde_json::json!({"bytes": b, "g_s_per_byte": table.g(p, b), "l_s": table.l(p, b)}))
+            .collect();
+        let value = serde_json::json!({"source": table.source, "p": p, "points": points});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("source: {}", table.source);
+        println!("{:>4} {:>10} {:>14} {:>12}", "p", "bytes", "g (s/byte)", "l (s)");
+        for size in sizes {
+            println!("{p:>4} {size:>10} {:>14.3e} {:>12.3e}", table.g(p, size), table.l(p, size));
+        }
+    }
+    Ok(())
 }
 
 /// Shrinks `config`'s sizes to the memory budget (`--memory`, else the default), or refuses a

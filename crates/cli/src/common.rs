@@ -108,16 +108,39 @@ pub(crate) enum DirectArg {
     Never,
 }
 
+/// `--memory` alone, for the subcommands that stream no data through the pipeline but still
+/// hold memory (gen, partition, info, verify, validate, bsp probe): every subcommand honours
+/// the cap.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MemoryArgs {
+    /// Memory cap for the whole process: bytes, or 512M, 2G ... [default: the cgroup limit, else
+    /// half the RAM]
+    #[arg(long, value_name = "SIZE")]
+    pub(crate) memory: Option<String>,
+}
+
+impl MemoryArgs {
+    /// The memory budget the user set, or the default.
+    pub(crate) fn budget(&self) -> anyhow::Result<Budget> {
+        budget_from(self.memory.as_deref())
+    }
+}
+
+/// The budget `--memory TEXT` sets (checked against the machine), or the default.
+fn budget_from(memory: Option<&str>) -> anyhow::Result<Budget> {
+    let total = match memory {
+        Some(text) => sluice_io::parse_size(text)
+            .and_then(sluice_io::memory::check_budget)
+            .context("--memory")?,
+        None => sluice_io::memory::default_budget(),
+    };
+    Budget::new(total).context("--memory")
+}
+
 impl PipelineArgs {
     /// The memory budget the user set, or the default.
     pub(crate) fn budget(&self) -> anyhow::Result<Budget> {
-        let total = match &self.memory {
-            Some(text) => sluice_io::parse_size(text)
-                .and_then(sluice_io::memory::check_budget)
-                .context("--memory")?,
-            None => sluice_io::memory::default_budget(),
-        };
-        Budget::new(total).context("--memory")
+        budget_from(self.memory.as_deref())
     }
 
     /// A pipeline builder with these settings, drawing its pool from `budget`.

@@ -78,3 +78,134 @@ fn info_and_verify_take_memory_and_verify_stays_within_it() {
     assert!(text.starts_with("ok: "), "{text}");
     assert!(rss <= (mib << 20) + (64 << 20), "verify peak RSS {} MiB at {memory}", rss >> 20);
 }
+
+/// The subcommands `sluice HELP_PATH --help` lists (clap's own list, not one kept here).
+fn subcommands(path: &[&str]) -> Vec<String> {
+    let (code, text, _) = sluice_rss(&[path, &["--help"]].concat());
+    assert_eq!(code, Some(0), "{text}");
+    text.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+// Every subcommand, tools included, takes `--memory` (gen, partition, validate and bsp probe
+// once did not: "unexpected argument '--memory'").
+#[test]
+fn every_subcommand_takes_memory() {
+    let mut leaves = Vec::new();
+    for top in subcommands(&[]) {
+        let nested = subcommands(&[&top]);
+        if nested.is_empty() {
+            leaves.push(vec![top]);
+        } else {
+            leaves.extend(nested.into_iter().map(|c| vec![top.clone(), c]));
+        }
+    }
+    assert!(leaves.len() >= 20, "{leaves:?}");
+    for leaf in leaves {
+        let args: Vec<&str> = leaf.iter().map(String::as_str).chain(["--help"]).collect();
+        let (code, text, _) = sluice_rss(&args);
+        assert_eq!(code, Some(0), "{leaf:?}: {text}");
+        assert!(text.contains("--memory <SIZE>"), "{leaf:?} takes no --memory");
+    }
+}
+
+/// The smallest budget a refusal names ("needs --memory N M at least").
+fn smallest(text: &str) -> u64 {
+    let at = text.find("needs --memory ").expect("the smallest budget") + "needs --memory ".len();
+    text[at..at + text[at..].find('M').unwrap()].parse().unwrap()
+}
+
+// gen, partition and validate hold memory of their own: each refuses a budget too small with
+// the smallest that works, and runs at that budget within it (peak RSS ≤ budget + 64 MiB).
+#[test]
+fn gen_partition_and_validate_stay_within_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let generate = |memory: &str| {
+        sluice_rss(&[
+            "graph",
+            "gen",
+            "--scale",
+            "21",
+            "--edge-factor",
+            "2",
+            "-o",
+            &d("k.bin"),
+            "--memory",
+            memory,
+        ])
+    };
+    // A permutation of 2^21 vertices (8 MiB) and a batch of chunk buffers: more than 20 MiB.
+    let (code, text, _) = generate("20M");
+    assert_eq!(code, Some(2), "{text}");
+    let mib = smallest(&text);
+    assert!(mib > 20, "{text}");
+    let (code, text, rss) = generate(&format!("{mib}M"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(rss <= (mib + 64) << 20, "gen peak RSS {} MiB at {mib}M", rss >> 20);
+
+    let import = ["graph", "import", "--format", "bin", "--directed", "--memory", "128M"];
+    let (code, text, _) = sluice_rss(&[&import[..], &[&d("k.bin"), "-o", &d("k.grid")]].concat());
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text, rss) = sluice_rss(&[
+        "graph",
+        "partition",
+        &d("k.grid"),
+        "--ranks",
+        "3",
+        "-o",
+        &d("p"),
+        "--memory",
+        "24M",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(rss <= (24 + 64) << 20, "partition peak RSS {} MiB at 24M", rss >> 20);
+    let (code, text, _) = sluice_rss(&["graph", "verify", &d("p/part-0002"), "--memory", "128M"]);
+    assert_eq!(code, Some(0), "{text}");
+
+    // Validate an output of some 670 000 lines (every vertex with an edge) against itself.
+    let (code, text, _) = sluice_rss(&[
+        "graph",
+        "pagerank",
+        &d("k.grid"),
+        "--iterations",
+        "2",
+        "-o",
+        &d("pr.txt"),
+        "--memory",
+        "256M",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    let validate = |memory: &str| {
+        sluice_rss(&[
+            "graph",
+            "validate",
+            &d("pr.txt"),
+            &d("pr.txt"),
+            "--algorithm",
+            "pr",
+            "--memory",
+            memory,
+        ])
+    };
+    let (code, text, _) = validate("32M");
+    assert_eq!(code, Some(2), "{text}");
+    let mib = smallest(&text);
+    // A refusal names what one step needs; a later step may need more: step up until it runs.
+    let mut budget = mib;
+    let (code, text, rss) = loop {
+        let (code, text, rss) = validate(&format!("{budget}M"));
+        if code != Some(2) || !text.contains("needs --memory") {
+            break (code, text, rss);
+        }
+        budget = smallest(&text);
+    };
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("ok"), "{text}");
+    assert!(rss <= (budget + 64) << 20, "validate peak RSS {} MiB at {budget}M", rss >> 20);
+}

@@ -39,6 +39,21 @@ const A: f64 = 0.57;
 const B: f64 = 0.19;
 const C: f64 = 0.19;
 
+/// The chunks generated between two writes: two per thread, to keep every thread busy.
+fn batch_chunks() -> u64 {
+    (rayon::current_num_threads() as u64 * 2).max(2)
+}
+
+/// The most memory [`generate`] holds for `opts` (rule 3): the permutation, 4 bytes per
+/// vertex, and one batch of chunk buffers; callers reserve it from their budget first.
+pub fn memory_needed(opts: &GenOptions) -> u64 {
+    let rec = if opts.weights { 12 } else { 8 };
+    let vertices = 1u64 << opts.scale.min(40);
+    let edges = opts.edge_factor.saturating_mul(vertices);
+    let batch = batch_chunks().saturating_mul(CHUNK).min(edges);
+    vertices.saturating_mul(4).saturating_add(batch.saturating_mul(rec))
+}
+
 /// Writes the graph to `out` (atomically); returns the number of edges.
 pub fn generate(
     opts: &GenOptions,
@@ -60,7 +75,7 @@ pub fn generate(
         sluice_io::OutputFile::create(out).map_err(|e| Error::io(out, "cannot create", e))?;
     let chunks = m.div_ceil(CHUNK);
     let rec = if opts.weights { 12 } else { 8 };
-    let batch = (rayon::current_num_threads() as u64 * 2).max(2);
+    let batch = batch_chunks();
     let ab = A + B;
     let (c_norm, a_norm) = (C / (1.0 - ab), A / ab);
     let mut c0 = 0;

@@ -19,6 +19,9 @@
 //! 3. A part's `num_edges` is the larger of its two grids' edge counts; each grid's own count
 //!    is its listed file length (the engine reads it so).
 //! 4. The output appears at its target only when complete (temporary directory + rename).
+//! 5. Memory: the grid indexes (their bytes and decoded) and one 4 MiB copy buffer, reserved
+//!    from the caller's budget first; the vertex files are copied in pieces, their checksums
+//!    checked as they stream.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -26,6 +29,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use sluice_io::Budget;
 
 use crate::Error;
 use crate::cleanup::TempDir;
@@ -103,7 +108,13 @@ fn cut(col_edges: &[u64], ranks: u32) -> Vec<[u64; 2]> {
 
 /// Splits the grid store `store_dir` into `ranks` parts under `out` (see the module docs).
 /// `out` must not exist unless `force`; it is replaced only when it is a partitioned store.
-pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Result<Parts, Error> {
+pub fn partition(
+    store_dir: &Path,
+    ranks: u32,
+    out: &Path,
+    force: bool,
+    budget: &Budget,
+) -> Result<Parts, Error> {
     if ranks == 0 {
         return Err(Error::Config("a partitioned store needs at least one rank".into()));
     }
@@ -113,6 +124,14 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
     let meta = store::read_meta(store_dir)?;
     let p = meta.partitions as usize;
     let names: &[&str] = if meta.directed { &["fwd", "rev"] } else { &["fwd"] };
+    // What it holds (rule 5): each index twice (its bytes and decoded), the copy buffer.
+    let index_bytes: u64 = names
+        .iter()
+        .map(|n| meta.files.get(&format!("{n}.index")).map_or(0, |f| f.len))
+        .sum::<u64>()
+        .saturating_mul(2);
+    let _held =
+        budget.reserve("the grid indexes and a copy buffer", index_bytes + COPY_BUF as u64)?;
     let mut indexes = Vec::new();
     for name in names {
         let iname = format!("{name}.index");
@@ -200,10 +219,26 @@ pub fn partition(store_dir: &Path, ranks: u32, out: &Path, force: bool) -> Resul
     Ok(parts)
 }
 
-/// Copies store file `name` into `dir`, checking it against `meta` on the way.
+/// Bytes copied at a time.
+const COPY_BUF: usize = 4 << 20;
+
+/// Copies store file `name` into `dir` in pieces, checking its length and checksum against
+/// `meta` on the way; a mismatch is an error (the staging directory is then removed whole).
 fn copy_checked(store_dir: &Path, meta: &Meta, name: &str, dir: &Path) -> Result<(), Error> {
-    let bytes = store::read_checked(store_dir, meta, name)?;
-    store::write_file(&dir.join(name), &bytes)?;
+    let src = store_dir.join(name);
+    let sum =
+        meta.files.get(name).ok_or_else(|| Error::corrupt(&src, "not listed in meta.json"))?;
+    let len = std::fs::metadata(&src).map_err(|e| Error::io(&src, "cannot open", e))?.len();
+    if len != sum.len {
+        return Err(Error::corrupt(&src, format!("{len} bytes, meta.json says {}", sum.len)));
+    }
+    let copied = copy_range(&src, 0, len, dir)?;
+    if copied.crc32 != sum.crc32 {
+        return Err(Error::corrupt(
+            &src,
+            format!("checksum mismatch (stored {:08x}, computed {:08x})", sum.crc32, copied.crc32),
+        ));
+    }
     Ok(())
 }
 
@@ -214,7 +249,7 @@ fn copy_range(src: &Path, lo: u64, hi: u64, dir: &Path) -> Result<FileSum, Error
     let name = src.file_name().unwrap_or_default();
     let mut w = SumWriter::create(&dir.join(name))?;
     let mut left = hi - lo;
-    let mut buf = vec![0u8; 4 << 20];
+    let mut buf = vec![0u8; COPY_BUF];
     while left > 0 {
         let k = (buf.len() as u64).min(left) as usize;
         f.read_exact(&mut buf[..k])

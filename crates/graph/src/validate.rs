@@ -11,9 +11,15 @@
 //! folder of such files (LDBC lets an output span several), or the `.npy` that
 //! [`crate::output::write`] writes. Floats parse with Rust's parser plus `inf`, `infinity`, `Infinity`,
 //! `+Infinity` (any case, either sign).
+//!
+//! Memory: [`validate_within`] and [`read_values_within`] reserve from a budget before they
+//! allocate: a file's bytes before it is read, its entries (counted by line ends) before they
+//! are parsed, the id maps before they are built; the reservations are held to the end.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use sluice_io::{Budget, Reservation};
 
 use crate::Error;
 
@@ -146,6 +152,20 @@ pub fn parse_f64(text: &str) -> Option<f64> {
 
 /// Reads `path`: a text file, a folder of text files, or a `.npy` of `(id, value)` records.
 pub fn read_values(path: &Path) -> Result<Values, Error> {
+    read_values_within(path, &Budget::unlimited(), &mut Vec::new())
+}
+
+/// Heap bytes of one parsed entry beyond the file's own bytes: the struct and the smallest
+/// allocation of its value string.
+const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64 + 32;
+
+/// [`read_values`] within `budget`: each reservation it makes is pushed to `held` (see the
+/// module docs).
+pub fn read_values_within(
+    path: &Path,
+    budget: &Budget,
+    held: &mut Vec<Reservation>,
+) -> Result<Values, Error> {
     let mut files = Vec::new();
     if path.is_dir() {
         let rd = std::fs::read_dir(path).map_err(|e| Error::io(path, "cannot list", e))?;
@@ -162,7 +182,19 @@ pub fn read_values(path: &Path) -> Result<Values, Error> {
     }
     let mut entries = Vec::new();
     for (fi, f) in files.iter().enumerate() {
+        let len = std::fs::metadata(f).map_err(|e| Error::io(f, "cannot read", e))?.len();
+        held.push(budget.reserve(&format!("{}: its bytes", f.display()), len)?);
         let bytes = std::fs::read(f).map_err(|e| Error::io(f, "cannot read", e))?;
+        // At most one entry per 16-byte record, or per line end (plus a last unterminated
+        // line) of at least 4 bytes; a value's characters are counted with the file.
+        let most = if bytes.starts_with(b"\x93NUMPY") {
+            len / 16
+        } else {
+            (bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1).min(len / 4 + 1)
+        };
+        held.push(
+            budget.reserve(&format!("{}: its parsed values", f.display()), most * ENTRY_BYTES)?,
+        );
         if bytes.starts_with(b"\x93NUMPY") {
             read_npy(f, fi, &bytes, &mut entries)?;
             continue;
@@ -265,9 +297,25 @@ pub const SHOWN: usize = 10;
 /// Validates the output at `actual` against the reference at `reference` for `alg`.
 /// Unreadable or malformed files are errors; a wrong output is a [`Report`] that is not ok.
 pub fn validate(actual: &Path, reference: &Path, alg: Algorithm) -> Result<Report, Error> {
-    let act = read_values(actual)?;
-    let exp = read_values(reference)?;
+    validate_within(actual, reference, alg, &Budget::unlimited())
+}
+
+/// [`validate`] within `budget` (see the module docs).
+pub fn validate_within(
+    actual: &Path,
+    reference: &Path,
+    alg: Algorithm,
+    budget: &Budget,
+) -> Result<Report, Error> {
+    let mut held = Vec::new();
+    let act = read_values_within(actual, budget, &mut held)?;
+    let exp = read_values_within(reference, budget, &mut held)?;
     let rule = alg.rule();
+    // The two id maps (key, index and a control byte per slot, at most 8/7 full), and for the
+    // equivalence rule the two label maps (i128 pairs).
+    let ids = (act.entries.len() + exp.entries.len()) as u64;
+    let labels = if rule == Rule::Equivalence { act.entries.len() as u64 * 2 * 33 } else { 0 };
+    held.push(budget.reserve("the vertex id maps", ids * 17 * 8 / 7 + labels * 8 / 7)?);
     let mut rep =
         Report { rule, expected_vertices: 0, actual_vertices: 0, mismatches: 0, first: Vec::new() };
     let fail = |rep: &mut Report, msg: String| {

@@ -96,7 +96,8 @@ fn every_algorithm_equals_one_process_on_1_to_4_ranks() {
         let want_cdlp = cdlp::cdlp(&g, 4).unwrap();
         for ranks in 1..=4u32 {
             let parts = dir.path().join(format!("k-{directed}-{ranks}.parts"));
-            let meta = partition(&whole, ranks, &parts, false).unwrap();
+            let meta =
+                partition(&whole, ranks, &parts, false, &sluice_io::Budget::unlimited()).unwrap();
             assert_eq!(meta.ranges.len(), ranks as usize);
             let got = on_ranks(&parts, ranks, |ctx, dg| {
                 let (p, cost) = dist::pagerank(ctx, dg, &pr)?;
@@ -132,7 +133,7 @@ fn a_corrupt_part_fails_every_rank_naming_the_rank_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let whole = store(dir.path(), true);
     let parts = dir.path().join("k.parts");
-    partition(&whole, 3, &parts, false).unwrap();
+    partition(&whole, 3, &parts, false, &sluice_io::Budget::unlimited()).unwrap();
     // Flip one byte in the middle of a rank's forward edges (the last rank holding some): its
     // first pass fails the block checksum; the other ranks' next sync fails.
     let bad = (0..3).rev().find(|&r| {

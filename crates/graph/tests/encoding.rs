@@ -227,7 +227,9 @@ fn a_packed_store_partitions_and_its_parts_verify() {
     let dir = tempfile::tempdir().unwrap();
     let [_, store] = kron(dir.path(), true);
     let out = dir.path().join("parts");
-    let parts = sluice_graph::partition::partition(&store, 3, &out, false).unwrap();
+    let parts =
+        sluice_graph::partition::partition(&store, 3, &out, false, &sluice_io::Budget::unlimited())
+            .unwrap();
     let mut edges = 0u64;
     for r in 0..3 {
         let part = out.join(sluice_graph::partition::part_name(r));

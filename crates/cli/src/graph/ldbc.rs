@@ -11,7 +11,7 @@ use serde_json::json;
 use sluice_graph::ldbc;
 use sluice_graph::validate::{self, Algorithm};
 
-use crate::common::{PipelineArgs, say};
+use crate::common::{MemoryArgs, PipelineArgs, say};
 
 /// `--algorithm`: one of the library's algorithm names ([`Algorithm::ALL`]).
 fn algorithm_parser() -> impl TypedValueParser<Value = Algorithm> {
@@ -31,6 +31,8 @@ pub(super) struct ValidateArgs {
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -49,7 +51,7 @@ pub(super) struct LdbcArgs {
 
 pub(super) fn run_validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let alg = a.algorithm;
-    let r = validate::validate(&a.output, &a.reference, alg)?;
+    let r = validate::validate_within(&a.output, &a.reference, alg, &a.memory.budget()?)?;
     if a.json {
         say!(
             "{}",

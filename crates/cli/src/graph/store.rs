@@ -11,7 +11,7 @@ use serde_json::json;
 use sluice_graph::import::{BinWeight, Format, ImportOptions};
 use sluice_graph::kronecker;
 
-use crate::common::{PipelineArgs, Progress, say};
+use crate::common::{MemoryArgs, PipelineArgs, Progress, say};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum FormatArg {
@@ -88,11 +88,14 @@ pub(super) struct PartitionArgs {
     /// Replace an existing partitioned store.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 /// `sluice graph partition`: see [`sluice_graph::partition`].
 pub(super) fn partition(a: PartitionArgs) -> anyhow::Result<ExitCode> {
-    let parts = sluice_graph::partition::partition(&a.store, a.ranks, &a.output, a.force)
+    let budget = a.memory.budget()?;
+    let parts = sluice_graph::partition::partition(&a.store, a.ranks, &a.output, a.force, &budget)
         .with_context(|| format!("partition {} into {}", a.store.display(), a.output.display()))?;
     for (r, [lo, hi]) in parts.ranges.iter().enumerate() {
         let v = parts.vertices(r);
@@ -121,6 +124,8 @@ pub(super) struct GenArgs {
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -130,23 +135,8 @@ pub(super) struct InfoArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    /// Memory cap for the whole process: bytes, or 512M, 2G ... [default: the cgroup limit, else
-    /// half the RAM]
-    #[arg(long, value_name = "SIZE")]
-    memory: Option<String>,
-}
-
-impl InfoArgs {
-    /// The budget `--memory` sets (checked as every subcommand checks it), or the default.
-    fn budget(&self) -> anyhow::Result<sluice_io::Budget> {
-        let total = match &self.memory {
-            Some(text) => sluice_io::parse_size(text)
-                .and_then(sluice_io::memory::check_budget)
-                .context("--memory")?,
-            None => sluice_io::memory::default_budget(),
-        };
-        sluice_io::Budget::new(total).context("--memory")
-    }
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -205,7 +195,7 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         })?;
     drop(progress);
     if let Some(ranks) = a.ranks {
-        let split = sluice_graph::partition::partition(&target, ranks, &a.output, a.force)
+        let split = sluice_graph::partition::partition(&target, ranks, &a.output, a.force, &budget)
             .with_context(|| format!("--ranks {ranks}: partition into {}", a.output.display()));
         std::fs::remove_dir_all(&target)
             .with_context(|| format!("remove the whole store {}", target.display()))?;
@@ -273,6 +263,11 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         weights: a.weights,
     };
+    let budget = a.memory.budget()?;
+    let _held = budget.reserve(
+        "the generator (its vertex permutation and chunk buffers)",
+        kronecker::memory_needed(&opts),
+    )?;
     let rec = if a.weights { 12 } else { 8 };
     let total = a.edge_factor.saturating_mul(1u64 << a.scale.min(40)).saturating_mul(rec);
     check_free_space(&a.output, total)?;
@@ -369,7 +364,7 @@ fn check_free_space(output: &std::path::Path, bytes: u64) -> anyhow::Result<()> 
 pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     // `info` reads only `meta.json`, whole: its bytes and the parsed map are reserved (three
     // times its length) before it is read.
-    let budget = a.budget()?;
+    let budget = a.memory.budget()?;
     let len = std::fs::symlink_metadata(a.store.join("meta.json")).map_or(0, |m| m.len());
     let _meta = budget.reserve("meta.json", len.saturating_mul(3))?;
     let meta = sluice_graph::store::read_meta(&a.store)?;
@@ -412,7 +407,7 @@ pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn verify(a: InfoArgs) -> anyhow::Result<ExitCode> {
-    let r = sluice_graph::verify_within(&a.store, &a.budget()?)?;
+    let r = sluice_graph::verify_within(&a.store, &a.memory.budget()?)?;
     if a.json {
         say!(
             "{}",
