@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::{Error, Graph, VertexSet, validate};
+use crate::{Error, Graph, VertexArray, VertexSet, validate};
 
 /// One value per vertex.
 #[derive(Debug, Clone, Copy)]
@@ -87,10 +87,12 @@ pub fn write(out: &Path, ids: &[u64], values: Values<'_>) -> Result<(), Error> {
 /// Reads `x` (indexed by dense id) from `path`: `id value` lines with original ids, or a `.npy`
 /// of `(id, value)` records (see [`validate::read_values`]). A vertex not listed has `x = 0`; an
 /// id that is not a vertex, a repeated id, or a value that is not a finite number is an error
-/// naming the file and line.
-pub fn read_vector(g: &Graph, path: &Path) -> Result<Vec<f64>, Error> {
-    let vals = validate::read_values(path)?;
-    let mut x = vec![0.0; g.num_vertices()];
+/// naming the file and line. The vector and the parsed file are held against the graph's
+/// budget (the file's only while it is read).
+pub fn read_vector(g: &Graph, path: &Path) -> Result<VertexArray<f64>, Error> {
+    let mut x = VertexArray::new(g, "the input vector", 0.0)?;
+    let mut held = Vec::new();
+    let vals = validate::read_values_within(path, g.budget(), &mut held)?;
     let mut seen = VertexSet::none(g);
     for e in &vals.entries {
         let at = |msg: String| Error::Parse { path: vals.files[e.file].clone(), line: e.line, msg };
