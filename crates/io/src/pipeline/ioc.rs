@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 
 use crate::pool::ALIGN;
 use crate::trace::Span;
@@ -130,12 +131,13 @@ fn worker_thread<K: BlockKernel>(
         if shared.is_cancelled() {
             continue; // drops `buf`: it goes home
         }
-        let mut buf = buf;
+        // Shared, so that the kernel may hold it past the block (pool.rs rule 5).
+        let mut buf = buf.map(Arc::new);
         for index in first.index..first.index + run {
             let chunk = if index == first.index { first } else { shared.map.chunk(index) };
             let t0 = shared.now_ns();
-            let data = shared.data(&chunk, buf.as_ref());
-            let result = shared.compute_read(&chunk, data, &mut outbox, &mut out);
+            let data = shared.data(&chunk, buf.as_deref());
+            let result = shared.compute_read(&chunk, data, buf.as_ref(), &mut outbox, &mut out);
             // A mapped read of a file that shrank saw zeros (sys.rs rule 3): an error.
             let result = result.and_then(|a| shared.files[chunk.file].check_mapping().map(|()| a));
             match (buf.take(), &shared.files[chunk.file].map) {
