@@ -165,11 +165,13 @@ where
     let reservation = budget
         .reserve(&format!("the buffer pool ({buffers} blocks of {} bytes)", s.block_size), bytes)?;
     // The pool keeps the reservation: buffers a kernel holds outlive the run (pool.rs rule 5).
-    let pool = BufPool::reserved(s.block_size, buffers, Some(reservation)).map_err(|e| Error::OverBudget {
-        what: format!("the buffer pool ({e})"),
-        needed: bytes,
-        available: budget.available(),
-        budget: budget.total(),
+    let pool = BufPool::reserved(s.block_size, buffers, Some(reservation)).map_err(|e| {
+        Error::OverBudget {
+            what: format!("the buffer pool ({e})"),
+            needed: bytes,
+            available: budget.available(),
+            budget: budget.total(),
+        }
     })?;
     let shared = Shared {
         kernel,

@@ -64,11 +64,12 @@ fn run(engine: Engine, mmap: bool, block: usize, data: &[u8]) -> (usize, usize, 
 
 #[test]
 fn holding_every_block_never_hangs_and_keeps_the_bytes() {
+    // Many more reads than buffers: holds are refused once half the pool is held.
     let data = lines(20_000);
     for block in [4096, 64 * 1024] {
         let (blocks, granted, _, _) = run(Engine::Ioc, false, block, &data);
         assert!(granted >= 1, "block {block}: at least the blocks read after the last claim");
-        assert!(blocks > granted, "block {block}: a hold never takes the last free buffer");
+        assert!(blocks > granted, "block {block}: holds take at most half the pool");
     }
 }
 

@@ -2,9 +2,9 @@
 //! push them to the filled queue in completion order; compute workers pop them and run the
 //! kernel in place. The protocol is `pipeline/README.md`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
 
 use crate::pool::ALIGN;
 use crate::trace::Span;

@@ -351,7 +351,8 @@ impl<K: BlockKernel> Shared<'_, K> {
             return None;
         }
         drop(emitted);
-        let claimed = self.next_read.compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed);
+        let claimed =
+            self.next_read.compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed);
         claimed.ok().map(|_| {
             self.claimed(j);
             chunk
