@@ -239,7 +239,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             let idle = ring.inflight() == 0;
             let buf = if idle { shared.pool.acquire() } else { shared.pool.try_acquire() };
             let Some(buf) = buf else {
-                exhausted |= idle; // `acquire` returns None only on a cancelled run
+                exhausted |= idle; // `acquire` returns None only on a cancelled or drained run
                 break;
             };
             let chunk = match shared.claim(idle) {
