@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use sluice_io::{
-    Block, BlockBuffer, BlockKernel, DirectMode, Engine, HeldBytes, PipelineBuilder, Plan,
+    Backend, Block, BlockBuffer, BlockKernel, DirectMode, Engine, HeldBytes, PipelineBuilder, Plan,
     RecordLayout,
 };
 
@@ -36,6 +36,17 @@ fn lines(n: usize) -> Vec<u8> {
 }
 
 fn run(engine: Engine, mmap: bool, block: usize, data: &[u8]) -> (usize, usize, usize, bool) {
+    run_on(engine, Backend::Auto, 2, mmap, block, data)
+}
+
+fn run_on(
+    engine: Engine,
+    backend: Backend,
+    workers: usize,
+    mmap: bool,
+    block: usize,
+    data: &[u8],
+) -> (usize, usize, usize, bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.txt");
     std::fs::write(&path, data).unwrap();
@@ -46,7 +57,9 @@ fn run(engine: Engine, mmap: bool, block: usize, data: &[u8]) -> (usize, usize, 
         .mmap(mmap)
         .direct(if mmap { DirectMode::Auto } else { DirectMode::Never })
         .block_size(block)
-        .workers(2)
+        .workers(workers)
+        .backend(backend)
+        .queue_depth(2)
         .build()
         .unwrap();
     let mut blocks = Vec::new();
@@ -88,4 +101,20 @@ fn mapped_files_and_the_sync_engine_offer_nothing_to_hold() {
     assert!(mapped, "the test file was not mapped");
     assert_eq!(granted, 0);
     assert_eq!(run(Engine::Sync, false, 4096, &data).1, 0);
+}
+
+#[test]
+fn holding_under_many_workers_and_both_io_backends_never_hangs() {
+    // Stress: a pool of a few buffers, 1-6 workers racing for the last allowed hold, on the
+    // pread threads and (where it can be set up) io_uring. A hang fails the test by timeout.
+    let data = lines(6_000);
+    for backend in [Backend::Pread, Backend::Auto] {
+        for workers in 1..=6 {
+            for _ in 0..5 {
+                let (blocks, granted, _, _) =
+                    run_on(Engine::Ioc, backend, workers, false, 4096, &data);
+                assert!(granted >= 1 && blocks > granted, "{backend:?}, {workers} workers");
+            }
+        }
+    }
 }
