@@ -50,8 +50,8 @@ pub struct DistGrepReport {
     /// Every match (only counted with `count_matches`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matches_total: Option<u64>,
-    /// Statistics of rank 0's pass, except `copies.user_copy_bytes`: the bytes copied by every
-    /// rank (by its pipeline, and out of blocks for listing).
+    /// Statistics of rank 0's pass, except `copies.user_copy_bytes` and `copies.seam_bytes`:
+    /// those of every rank (`user_copy_bytes` with the listed records copied out of blocks).
     pub run: RunStats,
     /// Bytes of listed records sent to rank 0 by the other ranks.
     pub transfer: Transfer,
@@ -193,17 +193,26 @@ pub(super) struct Figures {
     pub(super) puts: u64,
     /// Bytes this process copied: its pipeline's, and the listed records copied out of blocks.
     pub(super) user_copy_bytes: u64,
+    /// Bytes its pipeline stitched at seams.
+    pub(super) seam_bytes: u64,
 }
 
 impl Figures {
-    const WORDS: usize = 6;
+    const WORDS: usize = 7;
 
     fn words(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 * Self::WORDS);
         let f = self;
-        for x in [f.records, f.matches, f.held_bytes, f.copied_bytes, f.puts, f.user_copy_bytes] {
-            put(&mut out, x);
-        }
+        let words = [
+            f.records,
+            f.matches,
+            f.held_bytes,
+            f.copied_bytes,
+            f.puts,
+            f.user_copy_bytes,
+            f.seam_bytes,
+        ];
+        words.into_iter().for_each(|x| put(&mut out, x));
         out
     }
 
@@ -217,6 +226,7 @@ impl Figures {
             copied_bytes: next(),
             puts: next(),
             user_copy_bytes: next(),
+            seam_bytes: next(),
         }
     }
 }
@@ -250,6 +260,7 @@ where
         copied_sent_bytes: sent.iter().map(|f| f.copied_bytes).sum(),
     };
     run.copies.user_copy_bytes = all.iter().map(|f| f.user_copy_bytes).sum();
+    run.copies.seam_bytes = all.iter().map(|f| f.seam_bytes).sum();
     if !config.count {
         lines::gather(ctx, &found, &all, budget, on_match)?;
     }
@@ -318,5 +329,6 @@ fn search(
         return Err(Error::Listing { path: path.to_path_buf(), source: Box::new(e) });
     }
     figures.user_copy_bytes = run.copies.user_copy_bytes + figures.copied_bytes;
+    figures.seam_bytes = run.copies.seam_bytes;
     Ok((figures, found, run))
 }
