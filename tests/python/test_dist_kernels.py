@@ -238,6 +238,33 @@ def test_grep_sends_matching_lines_from_the_pool_buffers_without_a_copy(mpi, tmp
     assert report["transfer"] == {"zero_copy_sent_bytes": want, "copied_sent_bytes": 0}
 
 
+def test_grep_of_a_cold_file_sends_from_the_pool_buffers(mpi, tmp_path):
+    """The default path for data bigger than memory: a file not in the page cache is read with
+    O_DIRECT into pool buffers (1 MiB), and the matching lines go to rank 0 from there; only
+    lines stitched across reads (and blocks refused a hold) are copied."""
+    lines = [(b"x" * (i % 150)) + (b"needle" if i % 3 else b"") + b"\n" for i in range(120_000)]
+    path = tmp_path / "cold.txt"
+    path.write_bytes(b"".join(lines))
+    data = path.read_bytes()
+    gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, check=True)
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    proc = mpirun(2, "grep", "needle", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    if report["run"]["mapped_bytes"] > 0 or report["run"]["copies"]["page_cache_bytes"] > 0:
+        pytest.skip("skipping: the file stayed in the page cache (tmpfs?), so it was mapped")
+    transfer = report["transfer"]
+    want = sent_by_other_ranks(data, gnu.stdout, 2)
+    assert transfer["zero_copy_sent_bytes"] + transfer["copied_sent_bytes"] == want
+    assert transfer["zero_copy_sent_bytes"] >= 0.9 * want
+    assert report["run"]["copies"]["user_copy_bytes"] >= transfer["copied_sent_bytes"]
+    listed = mpirun(2, "grep", "-b", "needle", path)
+    assert listed.stdout.encode() == gnu.stdout
+
+
 def test_grep_counts_the_copies_it_cannot_avoid(mpi, tmp_path):
     """Small blocks: lines across a read boundary are stitched (a copy), and holds stop at
     half the pool: those lines are copied and counted; every line still arrives once."""
