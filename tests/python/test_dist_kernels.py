@@ -21,13 +21,13 @@ for var in ("SLUICE_BSP_ENGINE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
     ENV.pop(var, None)
 
 
-def mpirun(np_, *args, timeout=120):
+def mpirun(np_, *args, timeout=120, env=ENV):
     """`mpirun -np NP sluice ARGS`; a leading `--output-filename DIR` goes to mpirun."""
     opts = []
     if args and args[0] == "--output-filename":
         opts, args = ["--output-filename", str(args[1])], args[2:]
     cmd = ["mpirun", "--oversubscribe", *opts, "-np", str(np_), sluice_bin(), *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def rank_errors(proc_dir, np_):
@@ -181,10 +181,106 @@ def test_grep_json_and_no_match_under_mpirun(mpi, tmp_path):
     path = text_with_long_lines(tmp_path / "t.txt", 4)
     want = json.loads(single("grep", "needle", path, "--json").stdout)
     got = json.loads(mpirun(3, "grep", "needle", path, "--json").stdout)
-    want.pop("run"), got.pop("run")
+    want.pop("run"), got.pop("run"), got.pop("transfer")
     assert got == want
     none = mpirun(3, "grep", "no-such-text", path)
     assert none.returncode == 1 and none.stdout == ""
+
+
+def dense_text(path, seed):
+    """3000 lines of 0..200 bytes, two in three holding the needle: a block's matching lines
+    are far more than dist::HOLD_SHARE of it, so distributed grep holds every block."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(3000):
+        body = bytes(rng.integers(97, 117, int(rng.integers(0, 200)), dtype=np.uint8))
+        lines.append(body + (b"needle" if i % 3 else b"") + b"\n")
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def sent_by_other_ranks(data, gnu_b_output, nprocs):
+    """Bytes of the matching lines (each with its newline) in the stripes of ranks 1..N-1,
+    from GNU grep's `-b` listing: rank 1's stripe starts at the first line start at or after
+    byte len // N (sluice_io::placement's rule for line files)."""
+    if nprocs == 1:
+        return 0
+    nominal = len(data) // nprocs
+    start = nominal if nominal == 0 or data[nominal - 1] == ord("\n") else data.index(b"\n", nominal) + 1
+    total = 0
+    for row in gnu_b_output.splitlines(keepends=True):
+        offset, line = row.split(b":", 1)
+        if int(offset) >= start:
+            total += len(line)  # the line and its newline, as in the file
+    return total
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_grep_sends_matching_lines_from_the_pool_buffers_without_a_copy(mpi, tmp_path, nprocs):
+    """Issue 12 item 4: every rank puts its matching lines to rank 0 straight from the pool
+    buffers it read them into. Reads into pool buffers (not a mapping of the warm file:
+    SLUICE_NO_MMAP=1), one per rank (the block is larger than a stripe)."""
+    path = dense_text(tmp_path / "d.txt", 7)
+    data = path.read_bytes()
+    env = dict(ENV, SLUICE_NO_MMAP="1")
+    gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, check=True)
+    plain = subprocess.run(["grep", "needle", str(path)], capture_output=True, text=True)
+    flags = ["--block-size", "1M"]
+    got = mpirun(nprocs, "grep", "needle", path, *flags, env=env)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == single("grep", "needle", path, *flags).stdout == plain.stdout
+    listed = mpirun(nprocs, "grep", "-b", "needle", path, *flags, env=env)
+    assert listed.stdout.encode() == gnu.stdout
+    report = json.loads(mpirun(nprocs, "grep", "needle", path, *flags, "--json", env=env).stdout)
+    want = sent_by_other_ranks(data, gnu.stdout, nprocs)
+    assert nprocs == 1 or want > 0
+    assert report["run"]["copies"]["user_copy_bytes"] == 0
+    assert report["transfer"] == {"zero_copy_sent_bytes": want, "copied_sent_bytes": 0}
+
+
+def test_grep_of_a_cold_file_sends_from_the_pool_buffers(mpi, tmp_path):
+    """The default path for data bigger than memory: a file not in the page cache is read with
+    O_DIRECT into pool buffers (1 MiB), and the matching lines go to rank 0 from there; only
+    lines stitched across reads (and blocks refused a hold) are copied."""
+    lines = [(b"x" * (i % 150)) + (b"needle" if i % 3 else b"") + b"\n" for i in range(120_000)]
+    path = tmp_path / "cold.txt"
+    path.write_bytes(b"".join(lines))
+    data = path.read_bytes()
+    gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, check=True)
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    proc = mpirun(2, "grep", "needle", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    if report["run"]["mapped_bytes"] > 0 or report["run"]["copies"]["page_cache_bytes"] > 0:
+        pytest.skip("skipping: the file stayed in the page cache (tmpfs?), so it was mapped")
+    transfer = report["transfer"]
+    want = sent_by_other_ranks(data, gnu.stdout, 2)
+    assert transfer["zero_copy_sent_bytes"] + transfer["copied_sent_bytes"] == want
+    assert transfer["zero_copy_sent_bytes"] >= 0.9 * want
+    assert report["run"]["copies"]["user_copy_bytes"] >= transfer["copied_sent_bytes"]
+    listed = mpirun(2, "grep", "-b", "needle", path)
+    assert listed.stdout.encode() == gnu.stdout
+
+
+def test_grep_counts_the_copies_it_cannot_avoid(mpi, tmp_path):
+    """Small blocks: lines across a read boundary are stitched (a copy), and holds stop at
+    half the pool: those lines are copied and counted; every line still arrives once."""
+    path = dense_text(tmp_path / "d.txt", 8)
+    data = path.read_bytes()
+    env = dict(ENV, SLUICE_NO_MMAP="1")
+    gnu = subprocess.run(["grep", "-b", "needle", str(path)], capture_output=True, check=True)
+    proc = mpirun(3, "grep", "-b", "needle", path, "--block-size", "4K", env=env)
+    assert proc.stdout.encode() == gnu.stdout
+    report = json.loads(mpirun(3, "grep", "needle", path, "--block-size", "4K", "--json",
+                               env=env).stdout)
+    transfer = report["transfer"]
+    assert transfer["zero_copy_sent_bytes"] + transfer["copied_sent_bytes"] == \
+        sent_by_other_ranks(data, gnu.stdout, 3)
+    assert transfer["zero_copy_sent_bytes"] > 0 and transfer["copied_sent_bytes"] > 0
+    assert report["run"]["copies"]["user_copy_bytes"] >= transfer["copied_sent_bytes"]
 
 
 # --- k-means (issue 12 item 2 with issue 13): local assignment and partial sums, one exchange of

@@ -11,7 +11,8 @@ use std::sync::Mutex;
 use anyhow::Context;
 use sluice_bsp::{Args, Ctx, ExecConfig};
 use sluice_io::Budget;
-use sluice_kernels::{GrepConfig, RecordMatch};
+use sluice_kernels::GrepConfig;
+use sluice_kernels::dist::Listed;
 
 use crate::common::{PipelineArgs, write_or_close};
 
@@ -86,19 +87,19 @@ pub(crate) fn grep(
             let head = format!("{{\"path\":{},\"matches\":[", serde_json::to_string(file)?);
             write_or_close(&mut closed, out.write_all(head.as_bytes()))?;
         }
-        let on_match = |m: &RecordMatch| {
+        let on_match = |m: Listed<'_>| {
             if closed || failed.is_some() {
                 return Ok(());
             }
             let written = if json {
                 let sep: &[u8] = if first { b"" } else { b"," };
                 first = false;
-                out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut out, m)?))
+                out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut out, &m)?))
             } else {
                 // As GNU grep prints a selected line: `-b` puts its byte offset first.
                 let prefix = if byte_offset { format!("{}:", m.offset) } else { String::new() };
                 out.write_all(prefix.as_bytes())
-                    .and_then(|()| out.write_all(&m.record))
+                    .and_then(|()| out.write_all(m.record))
                     .and_then(|()| out.write_all(b"\n"))
             };
             if let Err(e) = write_or_close(&mut closed, written) {

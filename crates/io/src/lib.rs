@@ -51,7 +51,7 @@
 //!   pipeline/sync.rs      the sync engine: read a block, then compute on it (the baseline)
 //! stitch.rs            cutting a read into whole records; seam records across reads
 //! resident.rs          releasing a mapped file's pages a granule at a time
-//! pool.rs *            BufPool: the fixed pool of 4096-aligned buffers
+//! pool.rs *            BufPool: the fixed pool of 4096-aligned buffers; HeldBytes past a block
 //! uring.rs *           Ring: io_uring reads into pool buffers, fenced by ownership
 //! sys.rs *             cachestat/mincore residency, O_DIRECT opens, file mappings, page dropping
 //! sigbus.rs *          SIGBUS on a mapping of a file that shrank: zeros, flagged, an error
@@ -88,6 +88,7 @@ pub use memory::{Budget, Reservation, parse_size};
 pub use output::{OutputFile, npy_header};
 pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, MAX_BLOCK_SIZE};
 pub use plan::{Extent, Plan, RecordLayout};
+pub use pool::HeldBytes;
 pub use stats::{Copies, FileAccess, RunStats};
 pub use sys::{drop_from_page_cache, one_malloc_arena};
 
@@ -116,6 +117,36 @@ pub trait BlockKernel: Sync {
     type Partial: Send;
     /// Processes one block of whole records.
     fn process(&self, block: &Block<'_>) -> Self::Partial;
+
+    /// Like [`BlockKernel::process`], given the pool buffer the block lies in, so that the
+    /// kernel may hold its bytes past the block ([`BlockBuffer::hold`]). The pipeline calls this
+    /// for every block; the default ignores `buffer`.
+    fn process_in(&self, block: &Block<'_>, buffer: &BlockBuffer<'_>) -> Self::Partial {
+        let _ = buffer;
+        self.process(block)
+    }
+}
+
+/// Where a block's bytes lie: a pool buffer of the IOC engine, or elsewhere (a seam record, a
+/// mapped file, the sync engine's reused buffer), which cannot be held.
+#[derive(Debug)]
+pub struct BlockBuffer<'a> {
+    /// The buffer and the index in it of the block's first byte, and the block's length.
+    pub(crate) buf: Option<(&'a Arc<pool::PoolBuf>, usize, usize)>,
+}
+
+impl BlockBuffer<'_> {
+    /// No buffer to hold.
+    pub const NONE: BlockBuffer<'static> = BlockBuffer { buf: None };
+
+    /// Holds the block's bytes past the block: valid and unchanged until the [`HeldBytes`]
+    /// drops, which gives the buffer back. `None` where the bytes are not in a pool buffer, or
+    /// when holding it would leave the run no buffer to read into (`pool.rs` rule 5): the kernel
+    /// then copies what it keeps. Each call holds once more (drop every hold).
+    pub fn hold(&self) -> Option<HeldBytes> {
+        let (buf, start, len) = self.buf?;
+        HeldBytes::hold(buf, start, len)
+    }
 }
 
 /// Which engine runs the plan.

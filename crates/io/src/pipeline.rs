@@ -162,13 +162,16 @@ where
         .collect();
     let buffers = pool_buffers(&s, reads, budget.available());
     let bytes = (buffers as u64).saturating_mul(s.block_size as u64);
-    let _reservation = budget
+    let reservation = budget
         .reserve(&format!("the buffer pool ({buffers} blocks of {} bytes)", s.block_size), bytes)?;
-    let pool = BufPool::new(s.block_size, buffers).map_err(|e| Error::OverBudget {
-        what: format!("the buffer pool ({e})"),
-        needed: bytes,
-        available: budget.available(),
-        budget: budget.total(),
+    // The pool keeps the reservation: buffers a kernel holds outlive the run (pool.rs rule 5).
+    let pool = BufPool::reserved(s.block_size, buffers, Some(reservation)).map_err(|e| {
+        Error::OverBudget {
+            what: format!("the buffer pool ({e})"),
+            needed: bytes,
+            available: budget.available(),
+            budget: budget.total(),
+        }
     })?;
     let shared = Shared {
         kernel,

@@ -10,11 +10,23 @@
 //!    freed when the last `PoolBuf` and the pool itself are gone.
 //! 4. Buffers start zeroed, so reading any byte of one is defined even before a read fills it.
 //!
+//! 5. A kernel may *hold* a buffer past its block ([`HeldBytes`], issue 12 item 4: bytes put
+//!    to another process straight from the buffer). A hold is granted only while at most half
+//!    the buffers are held (the rest keep reads and compute overlapping), or once every read
+//!    of the run is claimed ([`BufPool::drain`],
+//!    which also closes the pool so that no thread waits for a buffer that may never come
+//!    back). Held bytes are immutable: a held buffer is shared (`Arc`), and writing needs the
+//!    unique `&mut PoolBuf`. The pool's memory, and the budget reserved for it, live until the
+//!    last held buffer is dropped.
+//!
 //! # Threads and costs
-//! `BufPool` is `Send + Sync`. `acquire`/`release` are one lock of [`Queue`] each.
+//! `BufPool` is `Send + Sync`. `acquire`/`release` are one lock of [`Queue`] each; a hold is one
+//! atomic update.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::memory::Reservation;
 use crate::queue::Queue;
 use crate::sys::AnonRegion;
 
@@ -30,6 +42,12 @@ pub(crate) struct BufPool {
     buf_size: usize,
     count: usize,
     free: Queue<usize>,
+    /// Buffers held past their block (rule 5).
+    held: AtomicUsize,
+    /// Every read of the run is claimed (rule 5).
+    drained: AtomicBool,
+    /// The budget held for the memory, released with it (rule 5).
+    _reservation: Option<Reservation>,
 }
 
 // SAFETY: the pool owns the allocation behind `base`; the bytes of buffer `i` are touched only by
@@ -42,7 +60,17 @@ unsafe impl Sync for BufPool {}
 impl BufPool {
     /// Allocates `count` buffers of `buf_size` bytes. `buf_size` must be a non-zero multiple of
     /// [`ALIGN`] and `count` non-zero.
+    #[cfg(test)]
     pub(crate) fn new(buf_size: usize, count: usize) -> std::io::Result<Arc<BufPool>> {
+        BufPool::reserved(buf_size, count, None)
+    }
+
+    /// [`BufPool::new`], keeping `reservation` until the memory is freed (rule 5).
+    pub(crate) fn reserved(
+        buf_size: usize,
+        count: usize,
+        reservation: Option<Reservation>,
+    ) -> std::io::Result<Arc<BufPool>> {
         assert!(buf_size > 0 && buf_size % ALIGN == 0 && count > 0);
         let total = buf_size
             .checked_mul(count)
@@ -51,7 +79,16 @@ impl BufPool {
         let base = region.base();
         let free = Queue::new();
         (0..count).for_each(|i| free.push(i));
-        Ok(Arc::new(BufPool { _region: region, base, buf_size, count, free }))
+        Ok(Arc::new(BufPool {
+            _region: region,
+            base,
+            buf_size,
+            count,
+            free,
+            held: AtomicUsize::new(0),
+            drained: AtomicBool::new(false),
+            _reservation: reservation,
+        }))
     }
 
     /// A free buffer, waiting for one if needed; `None` once the pool is closed (rule 3).
@@ -67,6 +104,26 @@ impl BufPool {
     /// Wakes every `acquire` and makes it return `None` from now on when the pool is empty.
     pub(crate) fn close(&self) {
         self.free.close();
+    }
+
+    /// Says that every read of the run is claimed: holds may take the last buffers, and the
+    /// pool closes (rule 5).
+    pub(crate) fn drain(&self) {
+        // Release: a worker that sees the flag (Acquire in `hold`) sees the claims before it.
+        self.drained.store(true, Ordering::Release);
+        self.close();
+    }
+
+    /// Counts one more held buffer if rule 5 allows it.
+    fn try_hold(&self) -> bool {
+        let drained = self.drained.load(Ordering::Acquire);
+        // Relaxed: the counter orders nothing but itself; fetch_update makes check and add one
+        // atomic step, so two workers cannot both take the last allowed hold.
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+                (2 * (h + 1) <= self.count || drained).then_some(h + 1)
+            })
+            .is_ok()
     }
 
     fn buf(self: &Arc<Self>, index: usize) -> PoolBuf {
@@ -122,6 +179,51 @@ impl Drop for PoolBuf {
     }
 }
 
+/// Bytes of a pool buffer that a kernel holds past its block (rule 5): they stay valid and
+/// unchanged until this is dropped, which gives the buffer back.
+#[derive(Debug)]
+pub struct HeldBytes {
+    buf: Arc<PoolBuf>,
+    start: usize,
+    len: usize,
+}
+
+impl HeldBytes {
+    /// Holds `buf[start..start + len]` if rule 5 allows it.
+    pub(crate) fn hold(buf: &Arc<PoolBuf>, start: usize, len: usize) -> Option<HeldBytes> {
+        assert!(start + len <= buf.len());
+        buf.pool.try_hold().then(|| HeldBytes { buf: buf.clone(), start, len })
+    }
+
+    /// The held bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf.bytes()[self.start..self.start + self.len]
+    }
+
+    /// The first held byte, for registering the bytes with a communication layer that only
+    /// reads them (they are never written while held: no `&mut PoolBuf` exists). Valid for
+    /// `len()` bytes while `self` lives.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.bytes().as_ptr()
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Returns true if and only if no byte is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        self.buf.pool.held.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +252,44 @@ mod tests {
         assert!(pool.acquire().is_none());
         drop(held);
         assert!(pool.acquire().is_some(), "a buffer returned after close is handed out");
+    }
+
+    #[test]
+    fn holds_take_at_most_half_the_buffers_until_the_pool_is_drained() {
+        let pool = BufPool::new(ALIGN, 5).unwrap();
+        let _others = [pool.acquire().unwrap(), pool.acquire().unwrap()];
+        let mut a = pool.acquire().unwrap();
+        a.bytes_mut()[..4].copy_from_slice(b"abcd");
+        let (a, b) = (Arc::new(a), Arc::new(pool.acquire().unwrap()));
+        let ha = HeldBytes::hold(&a, 1, 2).expect("1 of 5 held");
+        let hb = HeldBytes::hold(&b, 0, 1).expect("2 of 5 held");
+        let c = Arc::new(pool.acquire().unwrap());
+        assert!(HeldBytes::hold(&c, 0, 1).is_none(), "3 of 5 would be more than half");
+        drop((a, b));
+        assert_eq!(ha.bytes(), b"bc", "held bytes outlive the block's owner");
+        assert!(pool.try_acquire().is_none(), "held buffers stay out of the pool");
+        pool.drain();
+        let hc = HeldBytes::hold(&c, 0, 1).expect("every read claimed: nothing waits");
+        drop((c, hc, hb, _others));
+        let back: Vec<_> = std::iter::from_fn(|| pool.try_acquire()).collect();
+        assert_eq!(back.len(), 4, "all but the one still held");
+        drop(ha);
+        assert!(pool.acquire().is_some(), "a drained pool still hands out what comes back");
+        assert_eq!(pool.held.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_reservation_lives_as_long_as_a_held_buffer() {
+        let budget = crate::Budget::unlimited();
+        let before = budget.available();
+        let res = budget.reserve("pool", 2 * ALIGN as u64).unwrap();
+        let pool = BufPool::reserved(ALIGN, 2, Some(res)).unwrap();
+        pool.drain();
+        let held = HeldBytes::hold(&Arc::new(pool.acquire().unwrap()), 0, 8).unwrap();
+        drop(pool);
+        assert_eq!(budget.available(), before - 2 * ALIGN as u64);
+        drop(held);
+        assert_eq!(budget.available(), before);
     }
 
     #[test]

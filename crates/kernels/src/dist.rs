@@ -23,6 +23,9 @@
 //! - [`tree`]: the canonical combine tree over block indices.
 //! - `stats`: [`stats()`] over a [`Dataset`].
 //! - `grep`: [`grep()`] over a shared file; matches listed on rank 0 in file order.
+//! - `lines`: the listed records gathered to rank 0, put from the pool buffers they were read
+//!   into (zero copy, issue 12 item 4).
+//! - `zero_copy`*: registers those bytes as a local BSP slot (the module's one `unsafe`).
 //! - `kmeans`: [`kmeans()`] over a shared file; the tree fold of each pass's sums, a shared
 //!   init, labels gathered to rank 0.
 //! - `kmeans_parts`: [`kmeans_parts()`] over per-rank parts, one per rank, in the same tree.
@@ -32,12 +35,14 @@ mod exchange;
 mod grep;
 mod kmeans;
 mod kmeans_parts;
+mod lines;
 mod stats;
 pub mod tree;
+mod zero_copy;
 
 use std::path::PathBuf;
 
-pub use grep::{DistGrepReport, grep};
+pub use grep::{DistGrepReport, HOLD_SHARE, Listed, Transfer, grep};
 pub use kmeans::kmeans;
 pub use kmeans_parts::kmeans_parts;
 pub use stats::stats;

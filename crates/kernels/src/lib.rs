@@ -46,8 +46,9 @@
 //! ```
 //!
 //! # Modules
-//! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but the two marked `*`:
-//! `fft/exchange.rs`, which registers the FFT's buffers as BSP slots, and `kmeans/simd.rs`, which
+//! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but the three marked `*`:
+//! `fft/exchange.rs`, which registers the FFT's buffers as BSP slots, `dist/zero_copy.rs`,
+//! which registers the pool buffers grep's matches lie in, and `kmeans/simd.rs`, which
 //! calls the AVX2+FMA distance loop after a run-time CPU check (`#[allow(unsafe_code)]`, one
 //! `// SAFETY:` per block).
 //!

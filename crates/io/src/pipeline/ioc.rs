@@ -2,6 +2,7 @@
 //! push them to the filled queue in completion order; compute workers pop them and run the
 //! kernel in place. The protocol is `pipeline/README.md`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
@@ -130,12 +131,13 @@ fn worker_thread<K: BlockKernel>(
         if shared.is_cancelled() {
             continue; // drops `buf`: it goes home
         }
-        let mut buf = buf;
+        // Shared, so that the kernel may hold it past the block (pool.rs rule 5).
+        let mut buf = buf.map(Arc::new);
         for index in first.index..first.index + run {
             let chunk = if index == first.index { first } else { shared.map.chunk(index) };
             let t0 = shared.now_ns();
-            let data = shared.data(&chunk, buf.as_ref());
-            let result = shared.compute_read(&chunk, data, &mut outbox, &mut out);
+            let data = shared.data(&chunk, buf.as_deref());
+            let result = shared.compute_read(&chunk, data, buf.as_ref(), &mut outbox, &mut out);
             // A mapped read of a file that shrank saw zeros (sys.rs rule 3): an error.
             let result = result.and_then(|a| shared.files[chunk.file].check_mapping().map(|()| a));
             match (buf.take(), &shared.files[chunk.file].map) {
@@ -237,7 +239,7 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
             let idle = ring.inflight() == 0;
             let buf = if idle { shared.pool.acquire() } else { shared.pool.try_acquire() };
             let Some(buf) = buf else {
-                exhausted |= idle; // `acquire` returns None only on a cancelled run
+                exhausted |= idle; // `acquire` returns None only on a cancelled or drained run
                 break;
             };
             let chunk = match shared.claim(idle) {

@@ -13,7 +13,7 @@ use crate::queue::Queue;
 use crate::resident::Granules;
 use crate::stitch::{Applied, Assembler, Cut, Fragment, Piece, SeamRecord, cut};
 use crate::trace::Span;
-use crate::{Block, BlockKernel, Error, RecordLayout};
+use crate::{Block, BlockBuffer, BlockKernel, Error, RecordLayout};
 
 use super::files::OpenFile;
 use super::reads::{Chunk, ChunkMap};
@@ -164,7 +164,15 @@ impl<K: BlockKernel> Shared<'_, K> {
         }
         drop(emitted);
         let j = self.next_read.fetch_add(1, Ordering::Relaxed);
+        self.claimed(j);
         Ok((j < self.map.total()).then(|| self.map.chunk(j)))
+    }
+
+    /// After read `j` is claimed: the last claim drains the pool (`pool.rs` rule 5).
+    fn claimed(&self, j: usize) {
+        if j + 1 == self.map.total() {
+            self.pool.drain();
+        }
     }
 
     /// The injected error for a read of `chunk`, if it covers the injected offset (rule 6).
@@ -223,11 +231,13 @@ impl<K: BlockKernel> Shared<'_, K> {
 
     /// Runs the kernel on the whole records of read `chunk` in place and deposits its ends with
     /// the assembler. Sends the body's message; returns what the deposit applied, for
-    /// [`Shared::compute_seams`] (to run after the buffer is given back).
+    /// [`Shared::compute_seams`] (to run after the buffer is given back). `buf` is the pool
+    /// buffer `data` lies in at `chunk.skip`, when the kernel may hold it (`pool.rs` rule 5).
     pub(super) fn compute_read(
         &self,
         chunk: &Chunk,
         data: &[u8],
+        buf: Option<&Arc<PoolBuf>>,
         outbox: &mut Vec<Message<K::Partial>>,
         out: &mut WorkerOut,
     ) -> Result<Vec<Applied>, Error> {
@@ -258,8 +268,9 @@ impl<K: BlockKernel> Shared<'_, K> {
                     extent_offset: at.extent_offset,
                     is_seam: false,
                 };
+                let buffer = BlockBuffer { buf: buf.map(|b| (b, chunk.skip + h, t - h)) };
                 out.blocks += 1;
-                Some(call(self.kernel, &block)?)
+                Some(call(self.kernel, &block, &buffer)?)
             }
             None => None,
         };
@@ -292,7 +303,7 @@ impl<K: BlockKernel> Shared<'_, K> {
                         is_seam: pieces > 1,
                     };
                     out.blocks += 1;
-                    Some(call(self.kernel, &block)?)
+                    Some(call(self.kernel, &block, &BlockBuffer::NONE)?)
                 }
                 None => None,
             };
@@ -340,10 +351,12 @@ impl<K: BlockKernel> Shared<'_, K> {
             return None;
         }
         drop(emitted);
-        self.next_read
-            .compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed)
-            .ok()
-            .map(|_| chunk)
+        let claimed =
+            self.next_read.compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed);
+        claimed.ok().map(|_| {
+            self.claimed(j);
+            chunk
+        })
     }
 
     /// The plan's bytes of `chunk` in `buf`, or in the file's mapping when `buf` is `None`.
@@ -371,8 +384,12 @@ impl<K: BlockKernel> Shared<'_, K> {
 }
 
 /// Runs the kernel, turning a panic into [`Error::Panicked`].
-fn call<K: BlockKernel>(kernel: &K, block: &Block<'_>) -> Result<K::Partial, Error> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel.process(block)))
+fn call<K: BlockKernel>(
+    kernel: &K,
+    block: &Block<'_>,
+    buffer: &BlockBuffer<'_>,
+) -> Result<K::Partial, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel.process_in(block, buffer)))
         .map_err(|payload| Error::Panicked(format!("kernel: {}", panic_message(&*payload))))
 }
 

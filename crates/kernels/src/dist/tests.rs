@@ -157,16 +157,28 @@ fn a_corrupt_part_fails_every_process_naming_the_rank_and_the_file() {
 
 /// Runs distributed grep on `p` threads; returns rank 0's listed matches and every rank's count.
 fn run_grep(p: u32, path: &Path, config: &crate::GrepConfig) -> (Vec<(u64, Vec<u8>)>, Vec<u64>) {
+    let pipeline = || PipelineBuilder::new().block_size(4096).build().unwrap();
+    let (listed, reports) = run_grep_with(p, path, config, pipeline);
+    (listed, reports.iter().map(|r| r.0).collect())
+}
+
+/// [`run_grep`] with the pipeline `pipeline` makes; every rank's (count, transfer, user copies).
+#[allow(clippy::type_complexity)]
+fn run_grep_with(
+    p: u32,
+    path: &Path,
+    config: &crate::GrepConfig,
+    pipeline: impl Fn() -> sluice_io::Pipeline + Sync,
+) -> (Vec<(u64, Vec<u8>)>, Vec<(u64, super::Transfer, u64)>) {
     let listed = Mutex::new(Vec::new());
-    let counts = Mutex::new(vec![0; p as usize]);
+    let reports = Mutex::new(vec![(0, super::Transfer::default(), 0); p as usize]);
     exec_with(
         &ExecConfig::new(p, true),
         p,
         |ctx, s, _, _| {
-            let pipeline = PipelineBuilder::new().block_size(4096).build().unwrap();
             let mut mine = Vec::new();
-            let report = super::grep(ctx, path, config, &pipeline, &Budget::unlimited(), |m| {
-                mine.push((m.offset, m.record.clone()));
+            let report = super::grep(ctx, path, config, &pipeline(), &Budget::unlimited(), |m| {
+                mine.push((m.offset, m.record.to_vec()));
                 Ok(())
             })
             .unwrap();
@@ -175,12 +187,79 @@ fn run_grep(p: u32, path: &Path, config: &crate::GrepConfig) -> (Vec<(u64, Vec<u
             } else {
                 assert!(mine.is_empty(), "only rank 0 lists");
             }
-            counts.lock().unwrap()[s as usize] = report.count;
+            let copies = report.run.copies.user_copy_bytes;
+            reports.lock().unwrap()[s as usize] = (report.count, report.transfer, copies);
         },
         Args::none(),
     )
     .unwrap();
-    (listed.into_inner().unwrap(), counts.into_inner().unwrap())
+    (listed.into_inner().unwrap(), reports.into_inner().unwrap())
+}
+
+/// Lines of `text` holding `needle`: (offset, line without its newline, bytes with it).
+fn matching_lines(text: &[u8], needle: &[u8]) -> Vec<(u64, Vec<u8>, u64)> {
+    let mut at = 0u64;
+    let mut out = Vec::new();
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        if body.windows(needle.len()).any(|w| w == needle) {
+            out.push((at, body.to_vec(), line.len() as u64));
+        }
+        at += line.len() as u64;
+    }
+    out
+}
+
+/// The first line start at or after byte `at` of `text` (rank stripes start there).
+fn line_start_from(text: &[u8], at: usize) -> usize {
+    if at == 0 {
+        return 0;
+    }
+    text[at - 1..].iter().position(|&b| b == b'\n').map_or(text.len(), |i| at + i)
+}
+
+#[test]
+fn grep_puts_dense_matches_from_the_pool_buffers_without_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.txt");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut text = Vec::new();
+    for i in 0..3000 {
+        let n = rng.gen_range(0..200);
+        text.extend((0..n).map(|_| b'a' + rng.gen_range(0..20u8)));
+        if i % 3 != 0 {
+            text.extend_from_slice(b"needle");
+        }
+        text.push(b'\n');
+    }
+    std::fs::write(&path, &text).unwrap();
+    let truth = matching_lines(&text, b"needle");
+    let config = crate::GrepConfig { count: false, ..crate::GrepConfig::new("needle") };
+    // One read per rank, into a pool buffer (not a mapping): every block is held.
+    let whole = || {
+        let b = PipelineBuilder::new().block_size(1 << 20).mmap(false);
+        b.direct(sluice_io::DirectMode::Never).build().unwrap()
+    };
+    for p in 1..=4u32 {
+        let (listed, reports) = run_grep_with(p, &path, &config, whole);
+        let want: Vec<_> = truth.iter().map(|(o, l, _)| (*o, l.clone())).collect();
+        assert_eq!(listed, want, "p = {p}");
+        let rank1 = line_start_from(&text, text.len() / p as usize) as u64;
+        let sent: u64 = truth.iter().filter(|t| p > 1 && t.0 >= rank1).map(|t| t.2).sum();
+        for (rank, (_, transfer, copies)) in reports.iter().enumerate() {
+            let want = super::Transfer { zero_copy_sent_bytes: sent, copied_sent_bytes: 0 };
+            assert_eq!((*transfer, *copies), (want, 0), "p = {p}, rank {rank}");
+        }
+    }
+    // Small reads: seams and refused holds are copied, and counted; all bytes still arrive.
+    let small = || PipelineBuilder::new().block_size(4096).mmap(false).build().unwrap();
+    let (listed, reports) = run_grep_with(3, &path, &config, small);
+    assert_eq!(listed.len(), truth.len());
+    let rank1 = line_start_from(&text, text.len() / 3) as u64;
+    let sent: u64 = truth.iter().filter(|t| t.0 >= rank1).map(|t| t.2).sum();
+    let (_, transfer, copies) = reports[0];
+    assert_eq!(transfer.zero_copy_sent_bytes + transfer.copied_sent_bytes, sent);
+    assert!(transfer.zero_copy_sent_bytes > 0 && copies >= transfer.copied_sent_bytes);
 }
 
 #[test]

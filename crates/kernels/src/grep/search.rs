@@ -342,6 +342,26 @@ impl GrepKernel {
         out
     }
 
+    /// The selected records of a block as `(start, content end, next)` ranges, the records
+    /// selected and the matches counted (with `count_matches`), for a caller that keeps the
+    /// bytes itself (distributed grep: no context, line numbers or `-o`).
+    pub(crate) fn select_ranges(&self, data: &[u8]) -> (Vec<Rec>, u64) {
+        let plain = !self.invert && self.before == 0 && self.after == 0 && !self.count_lines;
+        let selected = if plain {
+            let mut out = Vec::new();
+            self.search(data, |r| out.push(r));
+            out
+        } else {
+            self.select(data)
+        };
+        let matches = if self.count_matches {
+            selected.iter().map(|r| self.matcher.count(&data[r.0..r.1])).sum()
+        } else {
+            0
+        };
+        (selected, matches)
+    }
+
     /// Searches one block of whole records starting at stream offset `base`.
     pub(super) fn search_block(&self, data: &[u8], base: u64) -> BlockMatches {
         let mut out = BlockMatches::default();
