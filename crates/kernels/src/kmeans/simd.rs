@@ -345,20 +345,23 @@ macro_rules! one {
             let mut st: [$v; 3] = [inf, inf, $set1(0.0)];
             let groups = npad.len() / $lanes;
             let mut g = 0;
-            // SAFETY (all calls): groups `g..g + G ≤ groups`, and the caller's promises.
-            while g + 8 <= groups {
-                unsafe { chunk::<8>(x, d, m2ct, npad, g, &mut st) };
-                g += 8;
-            }
-            match groups - g {
-                0 => {}
-                1 => unsafe { chunk::<1>(x, d, m2ct, npad, g, &mut st) },
-                2 => unsafe { chunk::<2>(x, d, m2ct, npad, g, &mut st) },
-                3 => unsafe { chunk::<3>(x, d, m2ct, npad, g, &mut st) },
-                4 => unsafe { chunk::<4>(x, d, m2ct, npad, g, &mut st) },
-                5 => unsafe { chunk::<5>(x, d, m2ct, npad, g, &mut st) },
-                6 => unsafe { chunk::<6>(x, d, m2ct, npad, g, &mut st) },
-                _ => unsafe { chunk::<7>(x, d, m2ct, npad, g, &mut st) },
+            // SAFETY: every call covers groups `g..g + G ≤ groups`; the rest are the caller's
+            // promises.
+            unsafe {
+                while g + 8 <= groups {
+                    chunk::<8>(x, d, m2ct, npad, g, &mut st);
+                    g += 8;
+                }
+                match groups - g {
+                    0 => {}
+                    1 => chunk::<1>(x, d, m2ct, npad, g, &mut st),
+                    2 => chunk::<2>(x, d, m2ct, npad, g, &mut st),
+                    3 => chunk::<3>(x, d, m2ct, npad, g, &mut st),
+                    4 => chunk::<4>(x, d, m2ct, npad, g, &mut st),
+                    5 => chunk::<5>(x, d, m2ct, npad, g, &mut st),
+                    6 => chunk::<6>(x, d, m2ct, npad, g, &mut st),
+                    _ => chunk::<7>(x, d, m2ct, npad, g, &mut st),
+                }
             }
             // SAFETY: each of `out` holds a vector.
             unsafe {
@@ -382,9 +385,10 @@ macro_rules! one {
                 st: &mut [$v; 3],
             ) {
                 let kp = npad.len();
-                // SAFETY: group `g0 + q < kp / lanes` of `npad`.
-                let mut acc: [$v; G] =
-                    std::array::from_fn(|q| unsafe { $load(npad.as_ptr().add((g0 + q) * $lanes)) });
+                let mut acc: [$v; G] = std::array::from_fn(|q| {
+                    // SAFETY: group `g0 + q < kp / lanes` of `npad`.
+                    unsafe { $load(npad.as_ptr().add((g0 + q) * $lanes)) }
+                });
                 for f in 0..d {
                     // SAFETY: value `f < d` of `x`; row `f` of `m2ct`, groups within `kp`.
                     unsafe {
