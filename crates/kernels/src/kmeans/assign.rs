@@ -8,6 +8,12 @@
 //! `−2·X·Cᵀ` to `‖C‖²` with a GEMM and takes the first smallest); `‖x‖²` is left out since it
 //! does not change the argmin. `FMA` picks fused multiply-adds (only where the CPU has them:
 //! `simd.rs` compiles this code for AVX2+FMA and dispatches at run time).
+//!
+//! With Hamerly's bounds (`bounds.rs`) a block runs one of two loops, by the share of its
+//! records its last pass assigned in full: many, windows of records (test the bounds, assign
+//! the failures in tiles, add the figures); few, one loop in file order that assigns a failure
+//! alone, centres in lanes (`nearest_one`). Both compute every record's label, second
+//! smallest expansion and figures with the same operations in the same order: the same bits.
 
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, Prepared};
