@@ -8,10 +8,16 @@
 //! `−2·X·Cᵀ` to `‖C‖²` with a GEMM and takes the first smallest); `‖x‖²` is left out since it
 //! does not change the argmin. `FMA` picks fused multiply-adds (only where the CPU has them:
 //! `simd.rs` compiles this code for AVX2+FMA and dispatches at run time).
+//!
+//! With Hamerly's bounds (`bounds.rs`) a block runs one of two loops, by the share of its
+//! records its last pass assigned in full: many, windows of records (test the bounds, assign
+//! the failures in tiles, add the figures); few, one loop in file order that assigns a failure
+//! alone, centres in lanes (`nearest_one`). Both compute every record's label, second
+//! smallest expansion and figures with the same operations in the same order: the same bits.
 
 use super::bounds::{BlockBounds, PassBounds};
-use super::kernel::{BlockPartial, Float};
-use super::simd::{Avx2Fma, nearest_avx2, row_avx2};
+use super::kernel::{BlockPartial, Float, Prepared};
+use super::simd::{Avx2Fma, nearest_avx2, nearest_one_avx2, row_avx2};
 
 /// Labels of the `P` records of a transposed tile `xt` (`d` rows of `P`): the first centre
 /// with the smallest `‖c‖² − 2x·c`. `m2c` is `k × d` (row `j` is `−2c_j`), `norms` is `‖c_j‖²`.
@@ -76,6 +82,41 @@ pub(super) fn nearest<T: Float, const P: usize, const FMA: bool, const SECOND: b
     if SECOND {
         *second = sec;
     }
+}
+
+/// The nearest centre of one record `r` (bytes of `d` values) and the second smallest
+/// expansion: the same chain of operations per centre as [`nearest`], so the same label and
+/// second value, with the centres of `prep` transposed (`m2ct`, `npad`) so that the AVX2 code
+/// runs over centres with the record broadcast. `x` is scratch of at least `d` values.
+#[inline(always)]
+pub(super) fn nearest_one<T: Float, const BIG: bool, const FMA: bool>(
+    avx2: Option<Avx2Fma>,
+    r: &[u8],
+    prep: &Prepared<T>,
+    x: &mut [T],
+) -> (u32, T) {
+    if !BIG {
+        if let Some(found) = avx2.and_then(|a| nearest_one_avx2(a, r, &prep.m2ct, &prep.npad)) {
+            return found;
+        }
+    }
+    let d = r.len() / T::SIZE;
+    for (v, b) in x.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+        *v = T::load::<BIG>(b);
+    }
+    let (mut best, mut sec, mut lab) = (T::INFINITY, T::INFINITY, 0);
+    for (j, (row, &norm)) in prep.m2c.chunks_exact(d).zip(&prep.norms).enumerate() {
+        let mut acc = norm;
+        for (&v, &c) in x.iter().zip(row) {
+            acc = if FMA { v.fused(c, acc) } else { v.mul(c).add(acc) };
+        }
+        let hi = if acc < best { best } else { acc };
+        sec = if hi < sec { hi } else { sec };
+        if acc < best {
+            (best, lab) = (acc, j as u32);
+        }
+    }
+    (lab, sec)
 }
 
 /// What a pass of [`assign_block`] collects besides the labels.
@@ -163,13 +204,20 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
     first: u64,
     d: usize,
     c64: &[f64],
-    m2c: &[T],
-    norms: &[T],
+    prep: &Prepared<T>,
     want: Want,
     mut bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
     avx2: Option<Avx2Fma>,
     partial: &mut BlockPartial,
 ) -> u64 {
+    // Where the last pass assigned few of the block's records in full, one record at a time
+    // beats the windows' bookkeeping; where it assigned many, the tiles' throughput wins.
+    if let Some((pass, state, _)) = bounds.as_mut().filter(|(p, b, u)| p.one_by_one(b, *u)) {
+        return assign_bounded::<T, BIG, FMA>(
+            data, first, d, c64, prep, want, pass, state, avx2, partial,
+        );
+    }
+    let (m2c, norms) = (&prep.m2c[..], &prep.norms[..]);
     let rec = d * T::SIZE;
     let mut assigned = 0;
     let records = data.len() / rec;
@@ -279,6 +327,81 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
                     partial.far.offer(dist, index, j, coords());
                     far_threshold = partial.far.threshold();
                 }
+            }
+        }
+    }
+    (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
+    assigned
+}
+
+/// [`assign_block`] for a block whose bounds are the last pass's: one loop over the records in
+/// file order, each tested against its bounds and, if the test fails, assigned at once against
+/// every centre ([`nearest_one`]), its figures added before the next record is read. The same
+/// labels, values and order of additions as the windowed loop, so the same bits; no tile
+/// transposition and no second read of the record.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
+    data: &[u8],
+    first: u64,
+    d: usize,
+    c64: &[f64],
+    prep: &Prepared<T>,
+    want: Want,
+    pass: &PassBounds,
+    state: &mut BlockBounds,
+    avx2: Option<Avx2Fma>,
+    partial: &mut BlockPartial,
+) -> u64 {
+    let rec = d * T::SIZE;
+    let records = data.len() / rec;
+    let mut assigned = 0;
+    let mut x = vec![T::ZERO; d];
+    let mut sums = std::mem::take(&mut partial.sums);
+    let mut counts = std::mem::take(&mut partial.counts);
+    let mut inertia = 0.0;
+    let mut far_threshold = partial.far.threshold();
+    let (lower, label) = (&mut state.lower[..records], &mut state.label[..records]);
+    for (i, r) in data.chunks_exact(rec).enumerate() {
+        let a = label[i] as usize;
+        let c = &c64[a * d..(a + 1) * d];
+        let (near, xx) = row_on::<T, BIG, false, true>(avx2, r, c, &mut []);
+        let (j, dist) = if let Some(l) = pass.keeps(lower[i], a, near, xx) {
+            lower[i] = l;
+            if want.update {
+                row_on::<T, BIG, true, false>(avx2, r, c, &mut sums[a * d..(a + 1) * d]);
+            }
+            (a, near)
+        } else {
+            assigned += 1;
+            let (j, second) = nearest_one::<T, BIG, FMA>(avx2, r, prep, &mut x);
+            let j = j as usize;
+            let c = &c64[j * d..(j + 1) * d];
+            let (dist, xx) = if want.update {
+                row_on::<T, BIG, true, true>(avx2, r, c, &mut sums[j * d..(j + 1) * d])
+            } else {
+                row_on::<T, BIG, false, true>(avx2, r, c, &mut [])
+            };
+            (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
+            (j, dist)
+        };
+        if want.update {
+            counts[j] += 1;
+        }
+        inertia += dist;
+        if want.labels {
+            partial.labels.push(j as i32);
+        }
+        if !dist.is_finite() || (want.update && dist > far_threshold) {
+            let index = first + i as u64;
+            let coords = || -> Vec<f64> {
+                r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect()
+            };
+            if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
+                partial.bad.get_or_insert(index);
+            } else if want.update && partial.far.would_take(dist) {
+                partial.far.offer(dist, index, j, coords());
+                far_threshold = partial.far.threshold();
             }
         }
     }

@@ -47,6 +47,8 @@ pub(super) struct BlockBounds {
     pass: u64,
     pub(super) lower: Vec<f64>,
     pub(super) label: Vec<u32>,
+    /// How many of its records the pass that wrote them assigned in full.
+    pub(super) assigned: u64,
 }
 
 /// The bounds of a process's records between passes (rule 2).
@@ -57,6 +59,8 @@ pub(crate) struct BoundStore {
     last: Mutex<Option<(u64, Vec<f64>)>>,
     /// Records assigned in full since the last [`BoundStore::assigned`].
     assigned: AtomicU64,
+    /// [`ONE_BY_ONE_BELOW`] (or a test's choice: 0 never, 2 always).
+    one_by_one_below: f64,
     _memory: Reservation,
 }
 
@@ -64,7 +68,15 @@ pub(crate) struct BoundStore {
 thread_local! {
     /// Tests turn the bounds off on their own thread (the environment is the process's).
     pub(super) static OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests force the one-record loop (`Some(true)`) or the windows (`Some(false)`).
+    pub(super) static ONE_BY_ONE: std::cell::Cell<Option<bool>> =
+        const { std::cell::Cell::new(None) };
 }
+
+/// A block whose last pass assigned fewer than this share of its records in full runs the
+/// one-record loop (`assign.rs`); more, the windows with tiles. From the times per iteration
+/// of both on the benchmark's data (1M × 10, k = 20): the crossing lies near 0.28.
+const ONE_BY_ONE_BELOW: f64 = 0.25;
 
 impl BoundStore {
     /// A store for `records` records, if the budget holds it (rule 2).
@@ -87,12 +99,18 @@ impl BoundStore {
             return None;
         }
         let memory = budget.reserve("the k-means bounds", bytes).ok()?;
-        let store = BoundStore {
+        #[allow(unused_mut)]
+        let mut store = BoundStore {
             blocks: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
             assigned: AtomicU64::new(0),
+            one_by_one_below: ONE_BY_ONE_BELOW,
             _memory: memory,
         };
+        #[cfg(test)]
+        if let Some(force) = ONE_BY_ONE.with(std::cell::Cell::get) {
+            store.one_by_one_below = if force { 2.0 } else { 0.0 };
+        }
         Some(Arc::new(store))
     }
 
@@ -183,17 +201,28 @@ impl PassBounds {
                 (b, true)
             }
             _ => (
-                BlockBounds { pass: self.pass, lower: vec![0.0; records], label: vec![0; records] },
+                BlockBounds {
+                    pass: self.pass,
+                    lower: vec![0.0; records],
+                    label: vec![0; records],
+                    assigned: records as u64,
+                },
                 false,
             ),
         }
+    }
+
+    /// Whether a block state from [`PassBounds::take`] is for the one-record loop (`assign.rs`):
+    /// usable, and few of its records were assigned in full last time.
+    pub(super) fn one_by_one(&self, b: &BlockBounds, usable: bool) -> bool {
+        usable && (b.assigned as f64) < self.store.one_by_one_below * b.label.len() as f64
     }
 
     /// Stores a block's refreshed state for the next pass; `assigned` of its records were
     /// assigned in full.
     pub(super) fn put(&self, first: u64, mut b: BlockBounds, assigned: u64) {
         self.store.assigned.fetch_add(assigned, Ordering::Relaxed);
-        b.pass = self.pass;
+        (b.pass, b.assigned) = (self.pass, assigned);
         self.store.blocks.lock().unwrap_or_else(PoisonError::into_inner).insert(first, b);
     }
 

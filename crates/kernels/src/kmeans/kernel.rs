@@ -164,17 +164,32 @@ pub(super) struct Prepared<T> {
     pub(super) m2c: Vec<T>,
     /// `‖c_j‖²`.
     pub(super) norms: Vec<T>,
+    /// `m2c` transposed (`d × kp`: row `f` holds `−2c_{j,f}` for every `j`), `k` padded to
+    /// `kp`, a whole number of 256-bit vectors, with zeros: for one record against every
+    /// centre ([`super::assign::nearest_one`]).
+    pub(super) m2ct: Vec<T>,
+    /// `norms` padded to `kp` with +∞ (a padding centre is never nearest).
+    pub(super) npad: Vec<T>,
 }
 
 impl<T: Float> Prepared<T> {
-    fn new(c64: &[f64], d: usize) -> Prepared<T> {
-        Prepared {
-            m2c: c64.iter().map(|&c| T::from_f64(-2.0 * c)).collect(),
-            norms: c64
-                .chunks_exact(d)
-                .map(|r| T::from_f64(r.iter().map(|c| c * c).sum()))
-                .collect(),
+    pub(super) fn new(c64: &[f64], d: usize) -> Prepared<T> {
+        let m2c: Vec<T> = c64.iter().map(|&c| T::from_f64(-2.0 * c)).collect();
+        let mut norms: Vec<T> =
+            c64.chunks_exact(d).map(|r| T::from_f64(r.iter().map(|c| c * c).sum())).collect();
+        let k = norms.len();
+        let lanes = 32 / T::SIZE;
+        let kp = k.div_ceil(lanes) * lanes;
+        let mut m2ct = vec![T::ZERO; d * kp];
+        for (j, row) in m2c.chunks_exact(d).enumerate() {
+            for (f, &c) in row.iter().enumerate() {
+                m2ct[f * kp + j] = c;
+            }
         }
+        let mut npad = norms.clone();
+        npad.resize(kp, T::INFINITY);
+        norms.shrink_to_fit();
+        Prepared { m2c, norms, m2ct, npad }
     }
 }
 
@@ -268,17 +283,17 @@ impl KmeansKernel {
         };
         let assigned = match (self.dtype.scalar, self.dtype.endian) {
             (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
-                data, first, d, c, &p64.m2c, &p64.norms, w, bounds, avx2, &mut p,
+                data, first, d, c, p64, w, bounds, avx2, &mut p,
             ),
-            (Scalar::F64, Endian::Big) => assign_block::<f64, P64, true, FMA>(
-                data, first, d, c, &p64.m2c, &p64.norms, w, bounds, avx2, &mut p,
-            ),
+            (Scalar::F64, Endian::Big) => {
+                assign_block::<f64, P64, true, FMA>(data, first, d, c, p64, w, bounds, avx2, &mut p)
+            }
             (Scalar::F32, Endian::Little) => assign_block::<f32, P32, false, FMA>(
-                data, first, d, c, &p32.m2c, &p32.norms, w, bounds, avx2, &mut p,
+                data, first, d, c, p32, w, bounds, avx2, &mut p,
             ),
-            (Scalar::F32, Endian::Big) => assign_block::<f32, P32, true, FMA>(
-                data, first, d, c, &p32.m2c, &p32.norms, w, bounds, avx2, &mut p,
-            ),
+            (Scalar::F32, Endian::Big) => {
+                assign_block::<f32, P32, true, FMA>(data, first, d, c, p32, w, bounds, avx2, &mut p)
+            }
             // `open_matrix` admits f32 and f64 only.
             _ => unreachable!("k-means runs on f32 or f64"),
         };

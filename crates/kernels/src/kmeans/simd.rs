@@ -247,6 +247,206 @@ tile!(
     _mm256_min_ps
 );
 
+/// [`super::assign::nearest_one`] for a little-endian record, hand-written for AVX2: the
+/// record's values broadcast, the centres in lanes (`m2ct` is `d × kp`, `npad` `kp`, `kp` a
+/// whole number of vectors), two vectors of centres at a time; per lane the centres in
+/// increasing order with the same fused chain and the same strict `<` as the tile, then the
+/// lanes merged (the smallest value, the smallest label among equals; the second smallest
+/// over the rest). `None` for a shape it does not cover.
+#[inline(always)]
+pub(super) fn nearest_one_avx2<T: Float>(
+    _proof: Avx2Fma,
+    r: &[u8],
+    m2ct: &[T],
+    npad: &[T],
+) -> Option<(u32, T)> {
+    let (d, kp, lanes) = (r.len() / T::SIZE, npad.len(), 32 / T::SIZE);
+    if r.len() % T::SIZE != 0 || kp % lanes != 0 || m2ct.len() != d * kp {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if T::SIZE == 8 {
+            let (mut best, mut sec, mut lab) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
+            // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA. `T` is
+            // f64 (`Float` is f32 or f64 only, and the size is 8); `r` holds `d` values, `m2ct`
+            // `d·kp` and `npad` `kp` (checked above), and the outputs 4 values each.
+            unsafe {
+                one_f64(
+                    r.as_ptr().cast(),
+                    d,
+                    std::slice::from_raw_parts(m2ct.as_ptr().cast(), d * kp),
+                    std::slice::from_raw_parts(npad.as_ptr().cast(), kp),
+                    [best.as_mut_ptr(), sec.as_mut_ptr(), lab.as_mut_ptr()],
+                );
+            }
+            let (j, s) = merge(&best, &sec, &lab);
+            return Some((j, T::from_f64(s)));
+        }
+        let (mut best, mut sec, mut lab) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
+        // SAFETY: as above, with `T` f32 and vectors of 8.
+        unsafe {
+            one_f32(
+                r.as_ptr().cast(),
+                d,
+                std::slice::from_raw_parts(m2ct.as_ptr().cast(), d * kp),
+                std::slice::from_raw_parts(npad.as_ptr().cast(), kp),
+                [best.as_mut_ptr(), sec.as_mut_ptr(), lab.as_mut_ptr()],
+            );
+        }
+        let (j, s) = merge(&best, &sec, &lab);
+        return Some((j, T::from_f64(f64::from(s))));
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+/// The lanes of [`nearest_one_avx2`] merged: the first smallest over all centres (the smallest
+/// value, the smallest label among equal values) and the second smallest value of all.
+#[inline(always)]
+fn merge<F: Copy + PartialOrd + Into<f64>>(best: &[F], sec: &[F], lab: &[F]) -> (u32, F) {
+    let mut at = 0;
+    for l in 1..best.len() {
+        if best[l] < best[at] || (best[l] == best[at] && lab[l].into() < lab[at].into()) {
+            at = l;
+        }
+    }
+    let mut second = sec[0];
+    for l in 0..best.len() {
+        let v = if l == at {
+            sec[l]
+        } else if best[l] < sec[l] {
+            best[l]
+        } else {
+            sec[l]
+        };
+        if v < second {
+            second = v;
+        }
+    }
+    (lab[at].into() as u32, second)
+}
+
+macro_rules! one {
+    ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident,
+     $store:ident, $fmadd:ident, $cmp:ident, $blend:ident, $min:ident, $add:ident) => {
+        /// One record (`d` values at `x`) against the `kp` centres of `m2ct`/`npad`; per lane
+        /// the best value, second value and label to `out`.
+        ///
+        /// # Safety
+        /// AVX2 and FMA; `x` holds `d` values, `m2ct` `d·kp`, `npad` `kp` (a multiple of the
+        /// lanes), each of `out` the lanes.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $name(x: *const $t, d: usize, m2ct: &[$t], npad: &[$t], out: [*mut $t; 3]) {
+            use std::arch::x86_64::*;
+            let inf = $set1(<$t>::INFINITY);
+            // Best, second, label per lane.
+            let mut st: [$v; 3] = [inf, inf, $set1(0.0)];
+            let groups = npad.len() / $lanes;
+            let mut g = 0;
+            // SAFETY: every call covers groups `g..g + G ≤ groups`; the rest are the caller's
+            // promises.
+            unsafe {
+                while g + 8 <= groups {
+                    chunk::<8>(x, d, m2ct, npad, g, &mut st);
+                    g += 8;
+                }
+                match groups - g {
+                    0 => {}
+                    1 => chunk::<1>(x, d, m2ct, npad, g, &mut st),
+                    2 => chunk::<2>(x, d, m2ct, npad, g, &mut st),
+                    3 => chunk::<3>(x, d, m2ct, npad, g, &mut st),
+                    4 => chunk::<4>(x, d, m2ct, npad, g, &mut st),
+                    5 => chunk::<5>(x, d, m2ct, npad, g, &mut st),
+                    6 => chunk::<6>(x, d, m2ct, npad, g, &mut st),
+                    _ => chunk::<7>(x, d, m2ct, npad, g, &mut st),
+                }
+            }
+            // SAFETY: each of `out` holds a vector.
+            unsafe {
+                $store(out[0], st[0]);
+                $store(out[1], st[1]);
+                $store(out[2], st[2]);
+            }
+
+            /// Groups `g0..g0 + G` of centres (`G` independent chains in flight), merged
+            /// into `st` in increasing order.
+            ///
+            /// # Safety
+            /// As the outer function's, and `(g0 + G)·lanes ≤ kp`.
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn chunk<const G: usize>(
+                x: *const $t,
+                d: usize,
+                m2ct: &[$t],
+                npad: &[$t],
+                g0: usize,
+                st: &mut [$v; 3],
+            ) {
+                let kp = npad.len();
+                let mut acc: [$v; G] = std::array::from_fn(|q| {
+                    // SAFETY: group `g0 + q < kp / lanes` of `npad`.
+                    unsafe { $load(npad.as_ptr().add((g0 + q) * $lanes)) }
+                });
+                for f in 0..d {
+                    // SAFETY: value `f < d` of `x`; row `f` of `m2ct`, groups within `kp`.
+                    unsafe {
+                        let xv = $set1(x.add(f).read_unaligned());
+                        let row = m2ct.as_ptr().add(f * kp + g0 * $lanes);
+                        for q in 0..G {
+                            acc[q] = $fmadd(xv, $load(row.add(q * $lanes)), acc[q]);
+                        }
+                    }
+                }
+                let base: [$t; $lanes] = std::array::from_fn(|l| l as $t);
+                // SAFETY: `base` holds a vector.
+                let ids: $v = unsafe { $load(base.as_ptr()) };
+                let [mut best, mut sec, mut lab] = *st;
+                for q in 0..G {
+                    // Lane `l` of group `g` is centre `g·lanes + l`; `acc < best`, false for
+                    // NaN: the first smallest wins.
+                    let jv = $add(ids, $set1(((g0 + q) * $lanes) as $t));
+                    let m = $cmp::<_CMP_LT_OQ>(acc[q], best);
+                    sec = $min($blend(acc[q], best, m), sec);
+                    best = $blend(best, acc[q], m);
+                    lab = $blend(lab, jv, m);
+                }
+                *st = [best, sec, lab];
+            }
+        }
+    };
+}
+
+one!(
+    one_f64,
+    f64,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_fmadd_pd,
+    _mm256_cmp_pd,
+    _mm256_blendv_pd,
+    _mm256_min_pd,
+    _mm256_add_pd
+);
+one!(
+    one_f32,
+    f32,
+    8,
+    __m256,
+    _mm256_set1_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_fmadd_ps,
+    _mm256_cmp_ps,
+    _mm256_blendv_ps,
+    _mm256_min_ps,
+    _mm256_add_ps
+);
+
 /// `super::assign::row` for little-endian records, hand-written for AVX2: the same four lanes
 /// of separate multiplies and adds, the same combination and tail, so the same bits. `None`
 /// for big-endian records.

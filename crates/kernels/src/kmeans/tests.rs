@@ -335,36 +335,43 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
         let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
         write_npy(&path, &x, d, dtype);
         write_npy(&init_path, &init, d, dtype);
-        let run = |off: bool, labels: &str| {
+        let run = |off: bool, one_by_one: Option<bool>, labels: &str| {
             let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
             let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
             bounds::OFF.with(|o| o.set(off));
+            bounds::ONE_BY_ONE.with(|o| o.set(one_by_one));
             resident::OFF.with(|o| o.set(off));
             let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
             bounds::OFF.with(|o| o.set(false));
+            bounds::ONE_BY_ONE.with(|o| o.set(None));
             resident::OFF.with(|o| o.set(false));
             (r, read_labels(&dir.path().join(labels)))
         };
-        // Plain Lloyd streaming every pass, against bounds with the data kept in memory.
-        let (full, full_labels) = run(true, "full.npy");
-        let (fast, fast_labels) = run(false, "fast.npy");
+        // Plain Lloyd streaming every pass, against bounds with the data kept in memory: the
+        // records that fail their bounds assigned in windows of tiles, one by one, or each
+        // block as its last pass suggests.
+        let (full, full_labels) = run(true, None, "full.npy");
         assert!(full.history.iter().all(|h| h.assigned == n as u64), "{scalar:?}");
         let passes = full.history.len() as u64 + 1;
         assert_eq!(full.run.bytes_read, passes * x.len() as u64 * dtype.itemsize() as u64);
-        assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
-        // The bounds must have spared most records once the centres settle, or this test
-        // tests nothing.
-        let spared = fast.history.last().unwrap().assigned;
-        assert!(spared < n as u64 / 2, "{scalar:?}: {spared} of {n} assigned in full");
-        assert_eq!(fast_labels, full_labels, "{scalar:?}");
-        assert_eq!(fast.counts, full.counts, "{scalar:?}");
         let bits = |r: &KmeansReport| -> Vec<u64> {
             let mut v: Vec<u64> = r.centres.iter().flatten().map(|c| c.to_bits()).collect();
             v.extend(r.history.iter().map(|h| h.inertia.to_bits()));
             v.push(r.inertia.to_bits());
             v
         };
-        assert_eq!(bits(&fast), bits(&full), "{scalar:?}");
+        for one_by_one in [Some(false), Some(true), None] {
+            let (fast, fast_labels) = run(false, one_by_one, "fast.npy");
+            let what = format!("{scalar:?}, one by one {one_by_one:?}");
+            assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
+            // The bounds must have spared most records once the centres settle, or this test
+            // tests nothing.
+            let spared = fast.history.last().unwrap().assigned;
+            assert!(spared < n as u64 / 2, "{what}: {spared} of {n} assigned in full");
+            assert_eq!(fast_labels, full_labels, "{what}");
+            assert_eq!(fast.counts, full.counts, "{what}");
+            assert_eq!(bits(&fast), bits(&full), "{what}");
+        }
     }
 }
 
@@ -392,6 +399,7 @@ fn the_avx2_tile_gives_the_portable_bits() {
         assert!(simd::nearest_avx2::<f64, 16, true>(proof, &xt, &m2c, &norms, &mut l2, &mut s2));
         assert_eq!(l1, l2, "f64 d={d} k={k}");
         assert_eq!(s1.map(f64::to_bits), s2.map(f64::to_bits), "f64 d={d} k={k}");
+        one_by_one_matches::<f64, 16>(proof, &xt, &l1, &s1, &m2c, &norms);
         let m2c: Vec<f32> = m2c.iter().map(|&c| c as f32).collect();
         let norms: Vec<f32> = norms.iter().map(|&c| c as f32).collect();
         let xt: Vec<[f32; 32]> =
@@ -401,6 +409,51 @@ fn the_avx2_tile_gives_the_portable_bits() {
         assert!(simd::nearest_avx2::<f32, 32, true>(proof, &xt, &m2c, &norms, &mut l2, &mut s2));
         assert_eq!(l1, l2, "f32 d={d} k={k}");
         assert_eq!(s1.map(f32::to_bits), s2.map(f32::to_bits), "f32 d={d} k={k}");
+        one_by_one_matches::<f32, 32>(proof, &xt, &l1, &s1, &m2c, &norms);
+    }
+}
+
+/// Each record of a tile, assigned alone (`assign::nearest_one`, portable and AVX2), gets the
+/// tile's label and second smallest expansion, bit for bit.
+fn one_by_one_matches<T: kernel::Float + std::fmt::Debug, const P: usize>(
+    proof: simd::Avx2Fma,
+    xt: &[[T; P]],
+    labels: &[u32; P],
+    second: &[T; P],
+    m2c: &[T],
+    norms: &[T],
+) {
+    let d = xt.len();
+    // The centres whose `−2c` and `‖c‖²` the tile used, as `Prepared` builds them.
+    let c64: Vec<f64> = m2c.iter().map(|&m| -0.5 * m.to_f64()).collect();
+    let mut prep = kernel::Prepared::<T>::new(&c64, d);
+    assert!(prep.m2c.iter().zip(m2c).all(|(a, b)| a.to_f64() == b.to_f64()));
+    // The norms as given (the tile's), padded as `Prepared` pads them.
+    prep.norms = norms.to_vec();
+    prep.npad[..norms.len()].copy_from_slice(norms);
+    let mut scratch = vec![T::ZERO; d];
+    for l in 0..P {
+        let bytes: Vec<u8> = xt
+            .iter()
+            .flat_map(|row| {
+                let v = row[l].to_f64();
+                if T::SIZE == 8 {
+                    v.to_le_bytes().to_vec()
+                } else {
+                    (v as f32).to_le_bytes().to_vec()
+                }
+            })
+            .collect();
+        for avx2 in [None, Some(proof)] {
+            let (j, s) = assign::nearest_one::<T, false, true>(avx2, &bytes, &prep, &mut scratch);
+            assert_eq!(j, labels[l], "{} d={d} lane {l} avx2 {}", T::SIZE, avx2.is_some());
+            assert_eq!(
+                s.to_f64().to_bits(),
+                second[l].to_f64().to_bits(),
+                "{} d={d} lane {l}",
+                T::SIZE
+            );
+        }
     }
 }
 
