@@ -8,6 +8,7 @@
 //!
 //! # Modules
 //! ```text
+//! async_exc* raising KeyboardInterrupt in another Python thread (bsp.exec's Ctrl-C)
 //! bsp        sluice.bsp.exec: a Python function as an SPMD program (threads backend)
 //! columns    NumPy id/weight columns lent to the graph import in place (zero copy)
 //! errors     SluiceError and its subclasses; mapping from the library error types
@@ -17,10 +18,12 @@
 //! view*      NumPy views of memory a Python object owns (Graph.ids)
 //! wait       worker thread, GIL released, progress, Ctrl-C -> cancel flag -> join
 //! ```
-//! `*`: the one module with `unsafe` code, one `// SAFETY:` per block.
+//! `*`: the modules with `unsafe` code, one `// SAFETY:` per block.
 
 #![deny(unsafe_code)]
 
+#[allow(unsafe_code)]
+mod async_exc;
 mod bsp;
 mod columns;
 mod errors;
