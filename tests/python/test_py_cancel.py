@@ -238,3 +238,63 @@ def test_sigint_stops_bsp_exec_within_a_second(program):
     assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
     assert again == "True"
     assert rc == 0
+
+
+ADJACENCY_CHILD = r"""
+import os, sys, time
+import sluice
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+g = sluice.Graph.open(sys.argv[1], in_memory=True)
+g.wcc()  # starts the pools that live on between calls
+time.sleep(0.1)
+before = threads()
+print("ready", repr(time.time()), flush=True)
+try:
+    # (not eval(): CPython then treats a KeyboardInterrupt as unhandled and exits by SIGINT)
+    {"cdlp": lambda: g.cdlp(iterations=1000), "lcc": g.lcc}[sys.argv[2]]()
+    print("finished", repr(time.time()), flush=True)
+except KeyboardInterrupt:
+    caught = time.time()
+    t = os.times()
+    time.sleep(0.5)
+    cpu = sum(os.times()[:2]) - sum(t[:2])
+    print("interrupted", repr(caught), before, threads(), cpu, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def scale20(tmp_path_factory):
+    d = tmp_path_factory.mktemp("adjacency")
+    edges = d / "k20.bin"
+    sluice.kronecker(edges, 20, edge_factor=16, seed=6)
+    g = sluice.Graph.import_(edges, d / "k20.grid", format="bin", directed=True)
+    edges.unlink()
+    yield g.path
+    del g
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "call, grace",
+    [("cdlp", 1.5), ("lcc", 1.5), ("lcc", 5.0)],
+    ids=["cdlp", "lcc-early", "lcc-listing"],
+)
+def test_sigint_stops_in_memory_adjacency_passes_within_a_second(scale20, call, grace):
+    """CDLP and LCC on a scale-20 Kronecker graph (16 Mi edges) held in memory run for tens of
+    seconds (LCC: building the oriented lists from the adjacency passes, then the listing over
+    every vertex); SIGINT raises KeyboardInterrupt within 1 s in either phase, and no thread is
+    left (the engine checks the flag per block, per partition and per vertex)."""
+    sent, before, after, rc = run_child(ADJACENCY_CHILD, [scale20, call], "ready", grace=grace)
+    if after and after[0].startswith("finished"):
+        ran = float(after[0].split()[1]) - float(before[-1].split()[1])
+        pytest.fail(f"{call} finished in {ran:.1f} s, before the signal: make the graph larger")
+    line = after[0].split() if after else []
+    assert line and line[0] == "interrupted", after
+    caught, threads_before, threads_after, cpu = float(line[1]), int(line[2]), int(line[3]), float(line[4])
+    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
+    assert threads_after == threads_before, f"{threads_after} threads after, {threads_before} before"
+    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
+    assert rc == 0
