@@ -8,7 +8,9 @@
 //! 2. When a handler raises (Ctrl-C raises `KeyboardInterrupt`) or the progress callback raises,
 //!    [`run`] sets the cancel flag, which the block pipeline checks after every block
 //!    (`sluice_io::PipelineBuilder::cancel`), joins the worker, and returns that exception: no
-//!    thread is left running, and the job's own error (`Cancelled`) is dropped.
+//!    thread is left running, and the job's own error (`Cancelled`) is dropped. A job whose
+//!    threads run Python code ([`run_hooked`]: `bsp.exec`) also gets a hook called right after
+//!    the flag is set, which stops that code.
 //! 3. Progress is a callable `progress(done, total)` (bytes read so far, bytes the call will read
 //!    about), called on the calling thread with the GIL held; `progress=True` shows a `tqdm` bar
 //!    when tqdm is installed and nothing otherwise. An import ([`Watch::import`]) calls
