@@ -4,6 +4,10 @@ Results are NumPy arrays indexed by dense vertex id whose buffers are the ones R
 copy). Long calls release the GIL, report progress (``progress=callable(done, total)`` in bytes,
 or ``progress=True`` for a tqdm bar when tqdm is installed) and stop on Ctrl-C
 (``KeyboardInterrupt``, no thread left running, no half-written output).
+
+Importing the module makes glibc's malloc keep one arena for the whole process (as the CLI
+does), so that runs stay within their ``memory`` budget: freed blocks are reused whichever
+thread allocates next.
 """
 
 import os
@@ -294,4 +298,7 @@ class bsp:  # the submodule ``sluice.bsp``
         """Runs ``fn(ctx, *args)`` as an SPMD program on ``p`` threads (the threads backend,
         checked for LPF-illegal patterns); returns the return values by pid. The GIL serialises
         the Python code: for correctness and teaching, not speed. A Python exception in a
-        process is re-raised (lowest pid); BSP failures raise BspError."""
+        process is re-raised (lowest pid); BSP failures raise BspError. Ctrl-C raises
+        KeyboardInterrupt in every process still running ``fn`` (and from every later ``ctx``
+        call), joins all threads and re-raises it here within a second; a process inside one
+        long C call (a large NumPy operation) stops when that call returns."""

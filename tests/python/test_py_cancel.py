@@ -3,7 +3,8 @@ Python raises KeyboardInterrupt within 1 s of the signal (a) during PageRank on 
 graph held in memory (`Graph.open(..., in_memory=True)`: the engine checks the cancel flag per
 destination partition), and (b) during the blocks pass of an import from NumPy arrays (checked
 per column group and block): no store, no staging directory and no lock are left behind; and
-(c) during a parallel `sluice.fft` (checked between its steps).
+(c) during a parallel `sluice.fft` (checked between its steps); and (d) inside `sluice.bsp.exec`
+(Python SPMD code: a loop of syncs, or one process computing while its peers wait).
 
 Needs the package (`pip install ./crates/py`).
 """
@@ -163,4 +164,137 @@ def test_sigint_stops_a_parallel_fft_between_its_steps():
     assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
     # No thread of the call is left (BSP threads may end with it: fewer is fine).
     assert threads <= before, f"{threads} threads after the interrupt, {before} before the call"
+    assert rc == 0
+
+
+BSP_CHILD = r"""
+import os, sys, threading, time
+import numpy as np
+import sluice, sluice.bsp
+
+def threads():
+    return len(os.listdir("/proc/self/task")), threading.active_count()
+
+def ring(ctx):
+    got = np.zeros(1, dtype=np.int64)
+    slot = ctx.register(got)
+    ctx.sync()
+    ctx.put(np.array([ctx.pid]), slot, (ctx.pid + 1) % ctx.nprocs)
+    ctx.sync()
+    return int(got[0])
+
+def syncs(ctx):
+    # Every process in a loop of supersteps with a message each.
+    got = np.zeros(1, dtype=np.int64)
+    slot = ctx.register(got)
+    while True:
+        ctx.put(np.array([ctx.pid]), slot, (ctx.pid + 1) % ctx.nprocs)
+        ctx.sync()
+
+def spin(ctx):
+    # Process 1 computes in Python forever; the others wait for it at a sync.
+    if ctx.pid == 1:
+        x = 0
+        while True:
+            x += 1
+    ctx.sync()
+
+def want(p):
+    return [(s - 1) % p for s in range(p)]
+
+assert sluice.bsp.exec(4, ring) == want(4)
+time.sleep(0.1)  # a joined section's OS threads may take a moment to leave /proc/self/task
+before = threads()
+print("ready", flush=True)
+try:
+    sluice.bsp.exec(4, {"syncs": syncs, "spin": spin}[sys.argv[1]])
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    caught = time.time()
+    t = os.times()
+    time.sleep(0.5)
+    cpu = sum(os.times()[:2]) - sum(t[:2])
+    after = threads()
+    again = sluice.bsp.exec(3, ring) == want(3)  # nothing of the interrupted section is left
+    print("interrupted", repr(caught), *before, *after, cpu, again, flush=True)
+"""
+
+
+@pytest.mark.parametrize("program", ["syncs", "spin"])
+def test_sigint_stops_bsp_exec_within_a_second(program):
+    """SIGINT while `sluice.bsp.exec` runs Python SPMD code: (syncs) every process in a loop of
+    supersteps, (spin) one process computing in Python while its peers wait at a sync. The
+    caller gets KeyboardInterrupt within 1 s, every section thread has ended (OS threads and
+    Python's `threading` count as before the call), the process is idle after, and a new
+    `exec` runs."""
+    sent, _, after, rc = run_child(BSP_CHILD, [program], "ready", grace=0.5)
+    line = after[0].split() if after else []
+    assert line and line[0] == "interrupted", after
+    caught = float(line[1])
+    os_before, py_before, os_after, py_after = map(int, line[2:6])
+    cpu, again = float(line[6]), line[7]
+    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
+    assert (os_after, py_after) == (os_before, py_before), "threads left after the interrupt"
+    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
+    assert again == "True"
+    assert rc == 0
+
+
+ADJACENCY_CHILD = r"""
+import os, sys, time
+import sluice
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+g = sluice.Graph.open(sys.argv[1], in_memory=True)
+g.wcc()  # starts the pools that live on between calls
+time.sleep(0.1)
+before = threads()
+print("ready", repr(time.time()), flush=True)
+try:
+    # (not eval(): CPython then treats a KeyboardInterrupt as unhandled and exits by SIGINT)
+    {"cdlp": lambda: g.cdlp(iterations=1000), "lcc": g.lcc}[sys.argv[2]]()
+    print("finished", repr(time.time()), flush=True)
+except KeyboardInterrupt:
+    caught = time.time()
+    t = os.times()
+    time.sleep(0.5)
+    cpu = sum(os.times()[:2]) - sum(t[:2])
+    print("interrupted", repr(caught), before, threads(), cpu, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def scale20(tmp_path_factory):
+    d = tmp_path_factory.mktemp("adjacency")
+    edges = d / "k20.bin"
+    sluice.kronecker(edges, 20, edge_factor=16, seed=6)
+    g = sluice.Graph.import_(edges, d / "k20.grid", format="bin", directed=True)
+    edges.unlink()
+    yield g.path
+    del g
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "call, grace",
+    [("cdlp", 1.5), ("lcc", 1.5), ("lcc", 5.0)],
+    ids=["cdlp", "lcc-early", "lcc-listing"],
+)
+def test_sigint_stops_in_memory_adjacency_passes_within_a_second(scale20, call, grace):
+    """CDLP and LCC on a scale-20 Kronecker graph (16 Mi edges) held in memory run for tens of
+    seconds (LCC: building the oriented lists from the adjacency passes, then the listing over
+    every vertex); SIGINT raises KeyboardInterrupt within 1 s in either phase, and no thread is
+    left (the engine checks the flag per block, per partition and per vertex)."""
+    sent, before, after, rc = run_child(ADJACENCY_CHILD, [scale20, call], "ready", grace=grace)
+    if after and after[0].startswith("finished"):
+        ran = float(after[0].split()[1]) - float(before[-1].split()[1])
+        pytest.fail(f"{call} finished in {ran:.1f} s, before the signal: make the graph larger")
+    line = after[0].split() if after else []
+    assert line and line[0] == "interrupted", after
+    caught, threads_before, threads_after, cpu = float(line[1]), int(line[2]), int(line[3]), float(line[4])
+    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
+    assert threads_after == threads_before, f"{threads_after} threads after, {threads_before} before"
+    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
     assert rc == 0

@@ -19,19 +19,33 @@
 //!    exception in `fn` ends that process; its peers' next sync fails, and `exec` raises the
 //!    exception of the lowest pid that raised one (else `BspError`).
 //!
+//! 5. Ctrl-C: the caller's thread waits with the GIL released and runs Python's signal handlers
+//!    every 50 ms ([`crate::wait`]). When one raises (`KeyboardInterrupt`), it sets the cancel
+//!    flag and raises `KeyboardInterrupt` in every process's Python thread still inside `fn`
+//!    ([`crate::async_exc`]): one in Python code stops at once, one waiting for a BSP call gets
+//!    it when the call returns, and every BSP call after the flag raises it too. A process that
+//!    ends makes its peers' pending or next sync fail (the threads backend never waits for a
+//!    process that is not coming), so none waits forever; `exec` joins every thread, then
+//!    raises the caller's `KeyboardInterrupt`. A process inside one long C call (a large NumPy
+//!    operation) stops when that call returns.
+//!
 //! # Threads
 //! Each BSP process thread runs the BSP calls on its `Ctx`, and a second thread per process runs
 //! the Python function, which sends each call over a channel and waits (GIL released) for the
-//! answer: the `Ctx` never leaves its thread.
+//! answer: the `Ctx` never leaves its thread. The section runs on one more worker thread, so the
+//! caller's thread stays free to see signals (rule 5); all are joined before `exec` returns.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use sluice_bsp::{Args, Ctx, ExecConfig, MemSlot, Pid};
 
 use crate::errors::{BspError, InputError};
+use crate::wait::{self, Watch};
 
 /// Register and message capacities set in the prologue (LPF's canonical first sync).
 const MAX_REGS: usize = 1 << 12;
@@ -49,6 +63,43 @@ enum Cmd {
 /// The answer: a slot index, the slots' bytes after a sync, or the BSP error's message.
 type Reply = Result<Option<Vec<Vec<u8>>>, String>;
 
+/// The cancel flag and the Python threads inside `fn`, by `threading.get_ident()` (rule 5).
+#[derive(Debug, Default)]
+struct Interrupt {
+    cancel: AtomicBool,
+    running: Mutex<Vec<u64>>,
+}
+
+impl Interrupt {
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Raises `KeyboardInterrupt` in every thread inside `fn` (the flag is already set).
+    fn interrupt(&self, py: Python<'_>) {
+        let exc = py.get_type::<PyKeyboardInterrupt>().into_any();
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        for &ident in running.iter() {
+            crate::async_exc::raise_in(py, ident, &exc);
+        }
+    }
+
+    /// Calls `f(*args)` as the Python thread `ident`, visible to [`Interrupt::interrupt`]
+    /// meanwhile. The flag is read after the thread is listed: either the caller's interrupt
+    /// sees the thread or the thread sees the flag.
+    fn call(&self, py: Python<'_>, f: &PyObject, args: Bound<'_, PyTuple>) -> PyResult<PyObject> {
+        let ident: u64 = py.import("threading")?.getattr("get_ident")?.call0()?.extract()?;
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).push(ident);
+        let out = if self.cancelled() { Err(interrupted()) } else { f.call1(py, args) };
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).retain(|&i| i != ident);
+        out
+    }
+}
+
+fn interrupted() -> PyErr {
+    PyKeyboardInterrupt::new_err("bsp.exec was interrupted")
+}
+
 /// The context object a process's function gets (rule 2).
 #[pyclass(module = "sluice.bsp", name = "Context", frozen)]
 pub(crate) struct Context {
@@ -59,6 +110,7 @@ pub(crate) struct Context {
     #[pyo3(get)]
     nprocs: u32,
     link: Mutex<(Sender<Cmd>, Receiver<Reply>)>,
+    stop: Arc<Interrupt>,
     /// Registered arrays with their item size, by slot index.
     arrays: Mutex<Vec<(PyObject, usize)>>,
 }
@@ -75,13 +127,20 @@ fn bsp_err(what: &str, e: impl std::fmt::Display) -> PyErr {
 
 impl Context {
     /// Sends `cmd` and waits for the answer with the GIL released.
+    /// After Ctrl-C (rule 5) it raises `KeyboardInterrupt` instead, before or after the call.
     fn call(&self, py: Python<'_>, what: &str, cmd: Cmd) -> PyResult<Option<Vec<Vec<u8>>>> {
-        py.allow_threads(|| {
+        if self.stop.cancelled() {
+            return Err(interrupted());
+        }
+        let reply = py.allow_threads(|| {
             let link = self.link.lock().map_err(|_| "context poisoned".to_string())?;
             link.0.send(cmd).map_err(|_| "the process has ended".to_string())?;
             link.1.recv().map_err(|_| "the process has ended".to_string())?
-        })
-        .map_err(|e| bsp_err(what, e))
+        });
+        if self.stop.cancelled() {
+            return Err(interrupted());
+        }
+        reply.map_err(|e| bsp_err(what, e))
     }
 
     /// The item size of registered slot `slot` (an index error names the call).
@@ -284,51 +343,61 @@ pub(crate) fn exec<'py>(
     let results: Vec<Mutex<Option<PyResult<PyObject>>>> =
         (0..p).map(|_| Mutex::new(None)).collect();
     let config = ExecConfig { max_p: Some(p), checked: true };
-    let ran = py.allow_threads(|| {
-        sluice_bsp::exec_with(
-            &config,
-            p,
-            |ctx, s, n, _| {
-                let (to_ctx, from_py) = channel::<Cmd>();
-                let (to_py, from_ctx) = channel::<Reply>();
-                let prologue = ctx
-                    .resize_memory_register(MAX_REGS)
-                    .and_then(|()| ctx.resize_message_queue(MAX_MSGS))
-                    .and_then(|()| ctx.sync());
-                std::thread::scope(|scope| {
-                    let py_side = scope.spawn(|| {
-                        Python::with_gil(|py| -> PyResult<PyObject> {
-                            prologue.as_ref().map_err(|e| bsp_err("exec", e))?;
-                            let c = Context {
-                                pid: s,
-                                nprocs: n,
-                                link: Mutex::new((to_ctx, from_ctx)),
-                                arrays: Mutex::new(Vec::new()),
-                            };
-                            let c = Py::new(py, c)?;
-                            let mut call_args = vec![c.clone_ref(py).into_any()];
-                            call_args.extend(args.bind(py).iter().map(Bound::unbind));
-                            let out = f.call1(py, PyTuple::new(py, call_args)?);
-                            // The process thread stops serving (the object may outlive the call).
-                            if let Ok(link) = c.get().link.lock() {
-                                let _ = link.0.send(Cmd::Done);
-                            }
-                            out
-                        })
+    let stop = Arc::new(Interrupt::default());
+    let counter = AtomicU64::new(0);
+    let watch = Watch { cancel: &stop.cancel, counter: &counter, total: 0, import: None };
+    let ran = wait::run_hooked(
+        py,
+        watch,
+        None,
+        |py| stop.interrupt(py),
+        || {
+            sluice_bsp::exec_with(
+                &config,
+                p,
+                |ctx, s, n, _| {
+                    let (to_ctx, from_py) = channel::<Cmd>();
+                    let (to_py, from_ctx) = channel::<Reply>();
+                    let prologue = ctx
+                        .resize_memory_register(MAX_REGS)
+                        .and_then(|()| ctx.resize_message_queue(MAX_MSGS))
+                        .and_then(|()| ctx.sync());
+                    std::thread::scope(|scope| {
+                        let py_side = scope.spawn(|| {
+                            Python::with_gil(|py| -> PyResult<PyObject> {
+                                prologue.as_ref().map_err(|e| bsp_err("exec", e))?;
+                                let c = Context {
+                                    pid: s,
+                                    nprocs: n,
+                                    link: Mutex::new((to_ctx, from_ctx)),
+                                    stop: Arc::clone(&stop),
+                                    arrays: Mutex::new(Vec::new()),
+                                };
+                                let c = Py::new(py, c)?;
+                                let mut call_args = vec![c.clone_ref(py).into_any()];
+                                call_args.extend(args.bind(py).iter().map(Bound::unbind));
+                                let out = stop.call(py, &f, PyTuple::new(py, call_args)?);
+                                // The process thread stops serving (the object may outlive the call).
+                                if let Ok(link) = c.get().link.lock() {
+                                    let _ = link.0.send(Cmd::Done);
+                                }
+                                out
+                            })
+                        });
+                        if prologue.is_ok() {
+                            serve(ctx, &from_py, &to_py);
+                        }
+                        drop(to_py);
+                        let r = py_side.join().unwrap_or_else(|_| {
+                            Err(pyo3::panic::PanicException::new_err("a bsp.exec thread panicked"))
+                        });
+                        *results[s as usize].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     });
-                    if prologue.is_ok() {
-                        serve(ctx, &from_py, &to_py);
-                    }
-                    drop(to_py);
-                    let r = py_side.join().unwrap_or_else(|_| {
-                        Err(pyo3::panic::PanicException::new_err("a bsp.exec thread panicked"))
-                    });
-                    *results[s as usize].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                });
-            },
-            Args::none(),
-        )
-    });
+                },
+                Args::none(),
+            )
+        },
+    )?;
     let mut out = Vec::with_capacity(p as usize);
     let mut first_err: Option<PyErr> = None;
     for r in results {

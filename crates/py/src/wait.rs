@@ -8,7 +8,9 @@
 //! 2. When a handler raises (Ctrl-C raises `KeyboardInterrupt`) or the progress callback raises,
 //!    [`run`] sets the cancel flag, which the block pipeline checks after every block
 //!    (`sluice_io::PipelineBuilder::cancel`), joins the worker, and returns that exception: no
-//!    thread is left running, and the job's own error (`Cancelled`) is dropped.
+//!    thread is left running, and the job's own error (`Cancelled`) is dropped. A job whose
+//!    threads run Python code ([`run_hooked`]: `bsp.exec`) also gets a hook called right after
+//!    the flag is set, which stops that code.
 //! 3. Progress is a callable `progress(done, total)` (bytes read so far, bytes the call will read
 //!    about), called on the calling thread with the GIL held; `progress=True` shows a `tqdm` bar
 //!    when tqdm is installed and nothing otherwise. An import ([`Watch::import`]) calls
@@ -135,6 +137,23 @@ where
     T: Send,
     F: FnOnce() -> T + Send,
 {
+    run_hooked(py, watch, progress, |_| {}, job)
+}
+
+/// [`run`], calling `on_cancel` (GIL held) right after it sets the cancel flag (rule 2): for jobs
+/// whose threads run Python code, which the flag alone cannot stop.
+pub(crate) fn run_hooked<'py, T, F, C>(
+    py: Python<'py>,
+    watch: Watch<'_>,
+    progress: Option<&Bound<'py, PyAny>>,
+    on_cancel: C,
+    job: F,
+) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce() -> T + Send,
+    C: FnOnce(Python<'py>),
+{
     watch.cancel.store(false, Ordering::Relaxed);
     watch.counter.store(0, Ordering::Relaxed);
     let mut reporter = Reporter::new(py, progress, watch.total)?;
@@ -148,6 +167,7 @@ where
             })
             .map_err(|e| PanicException::new_err(format!("cannot start a worker thread: {e}")))?;
         let mut stop: Option<PyErr> = None;
+        let mut on_cancel = Some(on_cancel);
         loop {
             let finished = py.allow_threads(|| {
                 let guard = done.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -163,6 +183,9 @@ where
             let checked = reporter.report(&watch).and_then(|()| py.check_signals());
             if let Err(e) = checked {
                 watch.cancel.store(true, Ordering::Relaxed);
+                if let Some(hook) = on_cancel.take() {
+                    hook(py);
+                }
                 stop = Some(e);
                 break;
             }

@@ -404,6 +404,7 @@ impl Graph {
                         next_group: &mut usize|
          -> Result<(), Error> {
             while *next_group < upto {
+                self.check_cancel()?;
                 let b = match cur.take() {
                     Some((g, b)) if g == *next_group => b,
                     other => {
@@ -429,6 +430,7 @@ impl Graph {
         let mut run = None;
         if self.is_in_memory() {
             for x in &pieces {
+                self.check_cancel()?; // per block, as the pipeline checks below
                 open(x.group, &mut cur, &mut next_group)?;
                 let Some((data, _)) = &self.grids[x.grid].mem else { continue };
                 let lo = (x.first_edge * EDGE_BYTES) as usize;

@@ -61,7 +61,18 @@ impl Graph {
         Ok(())
     }
 
-    /// [`Graph::for_each_edge`] over the blocks in memory: one rayon task per block.
+    /// `Cancelled` once the caller's cancel flag is set (Ctrl-C in a front end,
+    /// `sluice_io::PipelineBuilder::cancel`): in-memory work checks it per block, partition or
+    /// vertex, as the pipeline does after every block it reads.
+    pub(crate) fn check_cancel(&self) -> Result<(), Error> {
+        match self.pipeline.cancel_requested() {
+            true => Err(sluice_io::Error::Cancelled.into()),
+            false => Ok(()),
+        }
+    }
+
+    /// [`Graph::for_each_edge`] over the blocks in memory: one rayon task per block (skipped
+    /// once a cancel is requested: the pass then fails).
     pub(super) fn visit_in_memory<F>(&self, grids: &[usize], f: &F) -> Result<(), Error>
     where
         F: Fn(VertexId, VertexId) + Sync,
@@ -74,6 +85,9 @@ impl Graph {
             let Some((data, _)) = &g.mem else { continue };
             let offsets = &g.index.offsets;
             (0..p * p).into_par_iter().for_each(|b| {
+                if self.pipeline.cancel_requested() {
+                    return;
+                }
                 let (lo, hi) = (offsets[b] as usize, offsets[b + 1] as usize);
                 let (sbase, dbase) = ((b % p) as u32 * psize, (b / p) as u32 * psize);
                 for e in data[lo * 4..hi * 4].chunks_exact(4) {
@@ -81,6 +95,7 @@ impl Graph {
                     f(sbase + s, dbase + d);
                 }
             });
+            self.check_cancel()?;
             streamed += (0..p * p).filter(|&b| offsets[b] < offsets[b + 1]).count() as u64;
             edges += offsets[p * p] - offsets[0];
         }

@@ -183,6 +183,9 @@ fn orient(g: &Graph) -> Result<Oriented, Error> {
     let lens: Vec<usize> = slices
         .par_iter_mut()
         .map(|s| {
+            if g.pipeline.cancel_requested() {
+                return 0; // the lengths are dropped below
+            }
             s.sort_unstable();
             let mut k = 0;
             for j in 0..s.len() {
@@ -196,6 +199,7 @@ fn orient(g: &Graph) -> Result<Oriented, Error> {
             k
         })
         .collect();
+    g.check_cancel()?;
     let mut out = 0;
     for (v, len) in lens.into_iter().enumerate() {
         let lo = offsets[v];
@@ -230,6 +234,9 @@ fn listed<R>(g: &Graph, f: &impl Fn(u32, u64) -> R) -> Result<Option<Vec<R>>, Er
     let count = |e: u32| 1 + u64::from(e >> 31);
     let id = |e: u32| (e & !TWO) as usize;
     (0..n).into_par_iter().for_each(|a| {
+        if g.pipeline.cancel_requested() {
+            return; // Ctrl-C in a front end: the result is dropped below
+        }
         let la = o.of(a);
         size[a].fetch_add(la.len() as u32, Relaxed);
         la.iter().for_each(|&e| _ = size[id(e)].fetch_add(1, Relaxed));
@@ -276,6 +283,7 @@ fn listed<R>(g: &Graph, f: &impl Fn(u32, u64) -> R) -> Result<Option<Vec<R>>, Er
             la.iter().for_each(|&e| mark[id(e)] = 0);
         });
     });
+    g.check_cancel()?;
     let r = |v: usize| o.rank[v] as usize;
     Ok(Some(
         (0..n)
