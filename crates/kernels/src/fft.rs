@@ -40,6 +40,7 @@
 mod exchange;
 pub mod file;
 mod section;
+mod shared;
 mod spmd;
 mod twiddle;
 
@@ -116,9 +117,17 @@ type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<Error>);
 pub struct Fft {
     kind: Kind,
     /// One workspace per process, locked for a whole call (rule 4: calls take turns).
-    workspaces: Mutex<Vec<Workspace>>,
+    workspaces: Mutex<State>,
     /// A front end's cancel flag, checked between the steps of a parallel call.
     cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// What a plan keeps between calls: each process's workspace, and with p > 1 the n values of
+/// the lanes (`shared`).
+#[derive(Debug, Default)]
+struct State {
+    workspaces: Vec<Workspace>,
+    lanes: Vec<Complex64>,
 }
 
 enum Kind {
@@ -151,7 +160,8 @@ impl Fft {
             Kind::Parallel(LocalFft::new(n, p, direction)?, Section::new(p)?)
         };
         let workspaces = (0..p).map(|_| Workspace::default()).collect();
-        Ok(Fft { kind, workspaces: Mutex::new(workspaces), cancel: None })
+        let state = State { workspaces, lanes: Vec::new() };
+        Ok(Fft { kind, workspaces: Mutex::new(state), cancel: None })
     }
 
     /// Stops a call once `flag` is set (Ctrl-C in a front end): checked before the call and,
@@ -190,7 +200,7 @@ impl Fft {
                 n + fft.get_outofplace_scratch_len()
             }
             Kind::Sequential { fft, .. } => fft.get_immutable_scratch_len(),
-            Kind::Parallel(plan, _) => plan.procs() * plan.workspace_len(),
+            Kind::Parallel(plan, _) => plan.len() + plan.procs() * plan.shared_workspace_len(),
         };
         (elems * std::mem::size_of::<Complex64>()) as u64
     }
@@ -207,8 +217,9 @@ impl Fft {
         }
         let cancel = self.cancel.as_deref();
         spmd::check_cancel(cancel)?;
-        let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        let (plan, section) = match &self.kind {
+        let mut state = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        let State { workspaces, lanes } = &mut *state;
+        match &self.kind {
             Kind::Sequential { fft, direction, .. } => {
                 let ws = &mut workspaces[0];
                 if n <= COPY_MAX {
@@ -227,47 +238,12 @@ impl Fft {
                     let scale = 1.0 / n as f64;
                     output.iter_mut().for_each(|y| *y *= scale);
                 }
-                return Ok(());
+                Ok(())
             }
-            Kind::Parallel(plan, section) => (plan, section),
-        };
-        let p = plan.procs();
-        let b = n / p / p;
-        // Chunk c = k2·p + t of b outputs belongs to process t (the block-cyclic distribution).
-        let mut shares: Vec<Vec<&mut [Complex64]>> =
-            (0..p).map(|_| Vec::with_capacity(p)).collect();
-        for (c, chunk) in output.chunks_mut(b).enumerate() {
-            shares[c % p].push(chunk);
-        }
-        let cells: Vec<Mutex<Share<'_>>> = workspaces
-            .iter_mut()
-            .zip(shares)
-            .map(|(ws, out)| Mutex::new((ws, out, None)))
-            .collect();
-        let ran = section.run(|ctx, s| {
-            let mut cell = cells[s as usize].lock().unwrap_or_else(|e| e.into_inner());
-            let (ws, share, result) = &mut *cell;
-            let mut run = |ctx: &mut sluice_bsp::Ctx| -> Result<(), Error> {
-                spmd::prologue(ctx, p)?;
-                let mut local = ws.take_local(n / p);
-                for (x, row) in local.iter_mut().zip(input.chunks_exact(p)) {
-                    *x = row[s as usize];
-                }
-                let done = plan.run_process(ctx, ws, &mut local, share, cancel);
-                ws.put_local(local);
-                done
-            };
-            if let Err(e) = run(ctx) {
-                *result = Some(e);
+            Kind::Parallel(plan, section) => {
+                lanes.resize(n, Complex64::default());
+                shared::run(plan, section, workspaces, lanes, input, output, cancel)
             }
-        });
-        // A process's own error says more than the `PeerFailed` its peers then see.
-        let own =
-            cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
-        match (own, ran) {
-            (Some(e), _) => Err(e),
-            (None, Err(e)) => Err(e.into()),
-            (None, Ok(())) => Ok(()),
         }
     }
 }
