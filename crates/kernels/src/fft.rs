@@ -39,6 +39,7 @@
 
 mod exchange;
 pub mod file;
+mod huge;
 mod section;
 mod shared;
 mod spmd;
@@ -100,6 +101,56 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
         p *= 2;
     }
     p
+}
+
+/// Largest n for which [`candidate_procs`] offers more than one p to [`fastest`]: below it the
+/// best p depends on how quickly p threads wake and meet (the machine's load), so it is measured;
+/// above it the parallel work dominates and the largest p wins.
+pub const PROBE_MAX: usize = 1 << 18;
+
+/// Fewest values per process a probed p may leave.
+const PROBE_MIN_VALUES: usize = 1 << 12;
+
+/// Timed calls per candidate in [`fastest`], after one untimed call.
+const PROBE_CALLS: usize = 5;
+
+/// The process counts worth planning for n values on at most `max_p` processors: for
+/// n ≤ [`PROBE_MAX`], 1 and every larger valid p ≤ `max_p` leaving each process at least 2^12
+/// values (to be timed by [`fastest`]); above it only [`default_procs`].
+pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
+    if n > PROBE_MAX {
+        return vec![default_procs(n, max_p)];
+    }
+    let mut ps = vec![1];
+    let mut p = 2;
+    while p <= max_p && check_shape(n, p).is_ok() && n / p >= PROBE_MIN_VALUES {
+        ps.push(p);
+        p *= 2;
+    }
+    ps
+}
+
+/// The index of the plan that transforms `input` into `output` fastest (the least of
+/// [`PROBE_CALLS`] timed calls each, after one untimed call; the plans' shapes must match the
+/// buffers). `output` is overwritten. With one plan, returns 0 without running it.
+pub fn fastest(
+    plans: &[Fft],
+    input: &[Complex64],
+    output: &mut [Complex64],
+) -> Result<usize, Error> {
+    if plans.len() < 2 {
+        return Ok(0);
+    }
+    let mut best = (std::time::Duration::MAX, 0);
+    for (i, plan) in plans.iter().enumerate() {
+        plan.process(input, output)?;
+        for _ in 0..PROBE_CALLS {
+            let t = std::time::Instant::now();
+            plan.process(input, output)?;
+            best = best.min((t.elapsed(), i));
+        }
+    }
+    Ok(best.1)
 }
 
 /// Largest n for which the sequential path copies the input and transforms out of place; above
@@ -241,6 +292,8 @@ impl Fft {
                 Ok(())
             }
             Kind::Parallel(plan, section) => {
+                // A failure shows in `resize` below, as without the advice.
+                let _ = huge::reserve_huge(lanes, n);
                 lanes.resize(n, Complex64::default());
                 shared::run(plan, section, workspaces, lanes, input, output, cancel)
             }

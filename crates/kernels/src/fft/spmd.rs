@@ -59,6 +59,7 @@ impl Workspace {
     /// The local buffer, `m` long; give it back with `put_local`.
     pub(super) fn take_local(&mut self, m: usize) -> Vec<Complex64> {
         let mut local = std::mem::take(&mut self.local);
+        let _ = super::huge::reserve_huge(&mut local, m);
         local.resize(m, Complex64::default());
         local
     }
@@ -76,6 +77,8 @@ impl Workspace {
 
     /// The scratch buffer, at least `len` long.
     pub(super) fn scratch_mut(&mut self, len: usize) -> &mut [Complex64] {
+        // A failure shows in `resize` below, as without the advice.
+        let _ = super::huge::reserve_huge(&mut self.scratch, len);
         self.scratch.resize(len.max(self.scratch.len()), Complex64::default());
         &mut self.scratch[..len]
     }
