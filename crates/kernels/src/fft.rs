@@ -28,14 +28,19 @@
 //! 3. A plan runs its p processes on the threads backend: p threads (whatever the core count)
 //!    started with the plan and kept (`section`), which join a fresh BSP section
 //!    ([`sluice_bsp::hook`]) on each call, so a call spawns no thread and allocates no buffer
-//!    after the first; the same steps run from inside any BSP section with [`fft_spmd`], which
-//!    takes and returns the distributed vectors.
-//! 4. A plan keeps each process's buffers between calls (2·n/p + O(√n) values per process); it is
+//!    after the first. There the processes share memory (`shared`): the redistribution of
+//!    step 2 is done by reading and writing shared buffers between syncs, not by puts. The
+//!    same steps with puts run from inside any BSP section (MPI included) with [`fft_spmd`],
+//!    which takes and returns the distributed vectors.
+//! 4. A plan keeps its buffers between calls (p > 1: n values of lanes, and each process's
+//!    rustfft scratch and tile; large ones advised onto transparent huge pages, `huge`); it is
 //!    `Sync`, and concurrent calls take turns.
 //! 5. [`file::fft_file`] reads a 1-D complex128 `.npy`, transforms it, and writes the result as a
 //!    `.npy` complex128 through [`sluice_io::OutputFile`] (never half a file); input, output and
 //!    workspace are reserved from the memory budget first, so a file too large is an error
 //!    naming it before anything is read.
+//! 6. [`candidate_procs`] and [`fastest`] pick p by timing the candidates on the caller's data
+//!    where the best p depends on the machine's load (n ≤ [`PROBE_MAX`]).
 
 mod exchange;
 pub mod file;
@@ -257,8 +262,9 @@ impl Fft {
     }
 
     /// `output` = the transform of `input` (rule 1). Both hold n values. With p > 1, runs a BSP
-    /// section of p threads: process s gathers x[s + p·l] from `input` (the cyclic
-    /// distribution), and writes its block-cyclic share of y straight into `output`.
+    /// section of p threads on shared memory (`shared`): a cooperative gather of the cyclic
+    /// distribution, process s's local FFT written into row s of `output`, and the twiddles and
+    /// p-point FFTs in place on its column block.
     pub fn process(&self, input: &[Complex64], output: &mut [Complex64]) -> Result<(), Error> {
         let n = self.len();
         for (what, got) in [("input", input.len()), ("output", output.len())] {

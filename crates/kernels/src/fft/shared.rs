@@ -79,7 +79,7 @@ pub(super) fn run(
             {
                 let mut dst = Vec::with_capacity(p);
                 for t in 0..p {
-                    // SAFETY (rule 3): process s takes values s·b..(s+1)·b of each lane t; these
+                    // SAFETY: (rule 3) process s takes values s·b..(s+1)·b of each lane t; these
                     // p·p ranges are disjoint across t and s, and dropped before the sync.
                     dst.push(unsafe { lanes.part(t * m + s * b, b) });
                 }
@@ -89,7 +89,7 @@ pub(super) fn run(
             ctx.sync()?;
             // Superstep 2: output row s = FFT_m(lane s).
             {
-                // SAFETY (rule 3): process s takes lane s and output row s whole; rows of
+                // SAFETY: (rule 3) process s takes lane s and output row s whole; rows of
                 // different s are disjoint, and both are dropped before the sync.
                 let (lane, row) = unsafe { (lanes.part(s * m, m), out.part(s * m, m)) };
                 let scratch = ws.scratch_mut(plan.scratch_len());
@@ -100,7 +100,7 @@ pub(super) fn run(
             // Superstep 3: column block s of every row, in place.
             let mut cols = Vec::with_capacity(p);
             for r in 0..p {
-                // SAFETY (rule 3): process s takes columns s·b..(s+1)·b of each output row r;
+                // SAFETY: (rule 3) process s takes columns s·b..(s+1)·b of each output row r;
                 // blocks of different s are disjoint, and all are dropped when this closure
                 // returns, before the section ends.
                 cols.push(unsafe { out.part(r * m + s * b, b) });
