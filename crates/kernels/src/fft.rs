@@ -136,7 +136,7 @@ pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
 }
 
 /// The index of the plan that transforms `input` into `output` fastest (the least of
-/// [`PROBE_CALLS`] timed calls each, after one untimed call; the plans' shapes must match the
+/// 5 timed calls each, after one untimed call; the plans' shapes must match the
 /// buffers). `output` is overwritten. With one plan, returns 0 without running it.
 pub fn fastest(
     plans: &[Fft],
