@@ -28,18 +28,25 @@
 //! 3. A plan runs its p processes on the threads backend: p threads (whatever the core count)
 //!    started with the plan and kept (`section`), which join a fresh BSP section
 //!    ([`sluice_bsp::hook`]) on each call, so a call spawns no thread and allocates no buffer
-//!    after the first; the same steps run from inside any BSP section with [`fft_spmd`], which
-//!    takes and returns the distributed vectors.
-//! 4. A plan keeps each process's buffers between calls (2·n/p + O(√n) values per process); it is
+//!    after the first. There the processes share memory (`shared`): the redistribution of
+//!    step 2 is done by reading and writing shared buffers between syncs, not by puts. The
+//!    same steps with puts run from inside any BSP section (MPI included) with [`fft_spmd`],
+//!    which takes and returns the distributed vectors.
+//! 4. A plan keeps its buffers between calls (p > 1: n values of lanes, and each process's
+//!    rustfft scratch and tile; large ones advised onto transparent huge pages, `huge`); it is
 //!    `Sync`, and concurrent calls take turns.
 //! 5. [`file::fft_file`] reads a 1-D complex128 `.npy`, transforms it, and writes the result as a
 //!    `.npy` complex128 through [`sluice_io::OutputFile`] (never half a file); input, output and
 //!    workspace are reserved from the memory budget first, so a file too large is an error
 //!    naming it before anything is read.
+//! 6. [`candidate_procs`] and [`fastest`] pick p by timing the candidates on the caller's data
+//!    where the best p depends on the machine's load (n ≤ [`PROBE_MAX`]).
 
 mod exchange;
 pub mod file;
+mod huge;
 mod section;
+mod shared;
 mod spmd;
 mod twiddle;
 
@@ -101,6 +108,56 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
     p
 }
 
+/// Largest n for which [`candidate_procs`] offers more than one p to [`fastest`]: below it the
+/// best p depends on how quickly p threads wake and meet (the machine's load), so it is measured;
+/// above it the parallel work dominates and the largest p wins.
+pub const PROBE_MAX: usize = 1 << 18;
+
+/// Fewest values per process a probed p may leave.
+const PROBE_MIN_VALUES: usize = 1 << 12;
+
+/// Timed calls per candidate in [`fastest`], after one untimed call.
+const PROBE_CALLS: usize = 5;
+
+/// The process counts worth planning for n values on at most `max_p` processors: for
+/// n ≤ [`PROBE_MAX`], 1 and every larger valid p ≤ `max_p` leaving each process at least 2^12
+/// values (to be timed by [`fastest`]); above it only [`default_procs`].
+pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
+    if n > PROBE_MAX {
+        return vec![default_procs(n, max_p)];
+    }
+    let mut ps = vec![1];
+    let mut p = 2;
+    while p <= max_p && check_shape(n, p).is_ok() && n / p >= PROBE_MIN_VALUES {
+        ps.push(p);
+        p *= 2;
+    }
+    ps
+}
+
+/// The index of the plan that transforms `input` into `output` fastest (the least of
+/// 5 timed calls each, after one untimed call; the plans' shapes must match the
+/// buffers). `output` is overwritten. With one plan, returns 0 without running it.
+pub fn fastest(
+    plans: &[Fft],
+    input: &[Complex64],
+    output: &mut [Complex64],
+) -> Result<usize, Error> {
+    if plans.len() < 2 {
+        return Ok(0);
+    }
+    let mut best = (std::time::Duration::MAX, 0);
+    for (i, plan) in plans.iter().enumerate() {
+        plan.process(input, output)?;
+        for _ in 0..PROBE_CALLS {
+            let t = std::time::Instant::now();
+            plan.process(input, output)?;
+            best = best.min((t.elapsed(), i));
+        }
+    }
+    Ok(best.1)
+}
+
 /// Largest n for which the sequential path copies the input and transforms out of place; above
 /// it, rustfft's immutable path (which saves the copy) is used. Medians of 30 calls, load 15, 2^16:
 /// copy 0.26–0.32 ms, immutable 0.33–0.34 ms (3 of 3 pairs); 2^22: copy 144–210 ms, immutable
@@ -116,9 +173,17 @@ type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<Error>);
 pub struct Fft {
     kind: Kind,
     /// One workspace per process, locked for a whole call (rule 4: calls take turns).
-    workspaces: Mutex<Vec<Workspace>>,
+    workspaces: Mutex<State>,
     /// A front end's cancel flag, checked between the steps of a parallel call.
     cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// What a plan keeps between calls: each process's workspace, and with p > 1 the n values of
+/// the lanes (`shared`).
+#[derive(Debug, Default)]
+struct State {
+    workspaces: Vec<Workspace>,
+    lanes: Vec<Complex64>,
 }
 
 enum Kind {
@@ -151,7 +216,8 @@ impl Fft {
             Kind::Parallel(LocalFft::new(n, p, direction)?, Section::new(p)?)
         };
         let workspaces = (0..p).map(|_| Workspace::default()).collect();
-        Ok(Fft { kind, workspaces: Mutex::new(workspaces), cancel: None })
+        let state = State { workspaces, lanes: Vec::new() };
+        Ok(Fft { kind, workspaces: Mutex::new(state), cancel: None })
     }
 
     /// Stops a call once `flag` is set (Ctrl-C in a front end): checked before the call and,
@@ -190,14 +256,15 @@ impl Fft {
                 n + fft.get_outofplace_scratch_len()
             }
             Kind::Sequential { fft, .. } => fft.get_immutable_scratch_len(),
-            Kind::Parallel(plan, _) => plan.procs() * plan.workspace_len(),
+            Kind::Parallel(plan, _) => plan.len() + plan.procs() * plan.shared_workspace_len(),
         };
         (elems * std::mem::size_of::<Complex64>()) as u64
     }
 
     /// `output` = the transform of `input` (rule 1). Both hold n values. With p > 1, runs a BSP
-    /// section of p threads: process s gathers x[s + p·l] from `input` (the cyclic
-    /// distribution), and writes its block-cyclic share of y straight into `output`.
+    /// section of p threads on shared memory (`shared`): a cooperative gather of the cyclic
+    /// distribution, process s's local FFT written into row s of `output`, and the twiddles and
+    /// p-point FFTs in place on its column block.
     pub fn process(&self, input: &[Complex64], output: &mut [Complex64]) -> Result<(), Error> {
         let n = self.len();
         for (what, got) in [("input", input.len()), ("output", output.len())] {
@@ -207,8 +274,9 @@ impl Fft {
         }
         let cancel = self.cancel.as_deref();
         spmd::check_cancel(cancel)?;
-        let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        let (plan, section) = match &self.kind {
+        let mut state = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        let State { workspaces, lanes } = &mut *state;
+        match &self.kind {
             Kind::Sequential { fft, direction, .. } => {
                 let ws = &mut workspaces[0];
                 if n <= COPY_MAX {
@@ -227,47 +295,14 @@ impl Fft {
                     let scale = 1.0 / n as f64;
                     output.iter_mut().for_each(|y| *y *= scale);
                 }
-                return Ok(());
+                Ok(())
             }
-            Kind::Parallel(plan, section) => (plan, section),
-        };
-        let p = plan.procs();
-        let b = n / p / p;
-        // Chunk c = k2·p + t of b outputs belongs to process t (the block-cyclic distribution).
-        let mut shares: Vec<Vec<&mut [Complex64]>> =
-            (0..p).map(|_| Vec::with_capacity(p)).collect();
-        for (c, chunk) in output.chunks_mut(b).enumerate() {
-            shares[c % p].push(chunk);
-        }
-        let cells: Vec<Mutex<Share<'_>>> = workspaces
-            .iter_mut()
-            .zip(shares)
-            .map(|(ws, out)| Mutex::new((ws, out, None)))
-            .collect();
-        let ran = section.run(|ctx, s| {
-            let mut cell = cells[s as usize].lock().unwrap_or_else(|e| e.into_inner());
-            let (ws, share, result) = &mut *cell;
-            let mut run = |ctx: &mut sluice_bsp::Ctx| -> Result<(), Error> {
-                spmd::prologue(ctx, p)?;
-                let mut local = ws.take_local(n / p);
-                for (x, row) in local.iter_mut().zip(input.chunks_exact(p)) {
-                    *x = row[s as usize];
-                }
-                let done = plan.run_process(ctx, ws, &mut local, share, cancel);
-                ws.put_local(local);
-                done
-            };
-            if let Err(e) = run(ctx) {
-                *result = Some(e);
+            Kind::Parallel(plan, section) => {
+                // A failure shows in `resize` below, as without the advice.
+                let _ = huge::reserve_huge(lanes, n);
+                lanes.resize(n, Complex64::default());
+                shared::run(plan, section, workspaces, lanes, input, output, cancel)
             }
-        });
-        // A process's own error says more than the `PeerFailed` its peers then see.
-        let own =
-            cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
-        match (own, ran) {
-            (Some(e), _) => Err(e),
-            (None, Err(e)) => Err(e.into()),
-            (None, Ok(())) => Ok(()),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sluice_io::{Budget, OutputFile, Reservation};
 
-use super::{Complex64, Direction, Fft, default_procs};
+use super::{Complex64, Direction, Fft, candidate_procs, fastest};
 use crate::npy::{NpyDtype, NpyHeader, read_header_as};
 use crate::{Endian, Error};
 
@@ -90,7 +90,8 @@ pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, Error> {
     let mut file = File::open(path).map_err(open_err)?;
     file.seek(SeekFrom::Start(header.data_offset)).map_err(open_err)?;
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| bad(format!("cannot allocate {n} values")))?;
+    super::huge::reserve_huge(&mut data, n)
+        .map_err(|_| bad(format!("cannot allocate {n} values")))?;
     let mut bytes = vec![0u8; CHUNK_BYTES.min(n * 16)];
     let mut left = n;
     while left > 0 {
@@ -132,8 +133,8 @@ pub fn write_npy(path: &Path, data: &[Complex64]) -> Result<(), Error> {
 /// Options of [`fft_file`].
 #[derive(Debug, Clone, Default)]
 pub struct FileConfig {
-    /// Processes; `None`: [`default_procs`] of n and the BSP root's processors
-    /// (`SLUICE_BSP_MAX_P`, else the hardware threads).
+    /// Processes; `None`: the fastest of [`candidate_procs`] of n and the BSP root's processors
+    /// (`SLUICE_BSP_MAX_P`, else the hardware threads), timed on the input ([`fastest`]).
     pub procs: Option<usize>,
     /// Forward or inverse.
     pub direction: Direction,
@@ -165,18 +166,37 @@ pub fn fft_file(
 ) -> Result<FileReport, Error> {
     let (_, n) = check_npy(input)?;
     let cores = sluice_bsp::ExecConfig::default().root_p() as usize;
-    let p = config.procs.unwrap_or_else(|| default_procs(n, cores));
+    let procs = match config.procs {
+        Some(p) => vec![p],
+        None => candidate_procs(n, cores),
+    };
     let started = Instant::now();
-    let plan = Fft::new(n, p, config.direction).map_err(|e| in_file(input, e))?;
-    let plan_time = started.elapsed();
+    let mut plans = procs
+        .iter()
+        .map(|&p| Fft::new(n, p, config.direction).map_err(|e| in_file(input, e)))
+        .collect::<Result<Vec<Fft>, Error>>()?;
+    let mut plan_time = started.elapsed();
     let hold = |what: &str, bytes: u64| {
         budget.reserve(&format!("{what} of {}", input.display()), bytes).map_err(Error::from)
     };
-    // Rule 2: everything is reserved before the data is read.
+    // Rule 2: everything is reserved before the data is read (every candidate's workspace).
     let out_reservation = hold("the FFT output", (n * 16) as u64)?;
-    let work_reservation = hold("the FFT workspace", plan.workspace_bytes())?;
+    let work_bytes = plans.iter().map(Fft::workspace_bytes).sum();
+    let work_reservation = hold("the FFT workspace", work_bytes)?;
     let loaded = read_npy(input, budget)?;
-    let mut result = vec![Complex64::default(); n];
+    let mut result = Vec::new();
+    super::huge::reserve_huge(&mut result, n).map_err(|_| Error::BadArray {
+        path: input.to_path_buf(),
+        reason: format!("cannot allocate {n} values"),
+    })?;
+    result.resize(n, Complex64::default());
+    // Several candidates (small n, no --procs): keep the fastest on this input, now.
+    let started = Instant::now();
+    let best = fastest(&plans, &loaded.data, &mut result)?;
+    let plan = plans.swap_remove(best);
+    drop(plans);
+    plan_time += started.elapsed();
+    let p = plan.procs();
     let mut transform_times = Vec::with_capacity(config.repeat + 1);
     for _ in 0..=config.repeat {
         let t = Instant::now();

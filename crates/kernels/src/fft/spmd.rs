@@ -14,16 +14,16 @@ use crate::Error;
 
 /// Columns per tile of step 3: `TILE × p` elements (p = 2: 8 KiB) stay in L1 between the
 /// twiddle-and-gather, the p-point FFTs and the scatter.
-const TILE: usize = 256;
+pub(super) const TILE: usize = 256;
 
 /// What every process of one transform shares and never writes: sizes, the rustfft plans, the
 /// twiddle tables. Build it once and run it many times ([`LocalFft::run`]).
 #[derive(Clone)]
 pub struct LocalFft {
-    n: usize,
-    p: usize,
+    pub(super) n: usize,
+    pub(super) p: usize,
     direction: Direction,
-    fft_m: Arc<dyn RustFft<f64>>,
+    pub(super) fft_m: Arc<dyn RustFft<f64>>,
     twiddles: Twiddles,
     /// `steps[r·TILE + i]` = ω_n^{r·i}: the twiddle of row r, column i of a tile, relative to
     /// the tile's first column (exact from `twiddles`, so no error accumulates across tiles).
@@ -59,6 +59,7 @@ impl Workspace {
     /// The local buffer, `m` long; give it back with `put_local`.
     pub(super) fn take_local(&mut self, m: usize) -> Vec<Complex64> {
         let mut local = std::mem::take(&mut self.local);
+        let _ = super::huge::reserve_huge(&mut local, m);
         local.resize(m, Complex64::default());
         local
     }
@@ -68,8 +69,16 @@ impl Workspace {
         self.local = local;
     }
 
+    /// The tile buffer of step 3, at least `len` long.
+    pub(super) fn tile_mut(&mut self, len: usize) -> &mut [Complex64] {
+        self.tile.resize(len.max(self.tile.len()), Complex64::default());
+        &mut self.tile[..len]
+    }
+
     /// The scratch buffer, at least `len` long.
     pub(super) fn scratch_mut(&mut self, len: usize) -> &mut [Complex64] {
+        // A failure shows in `resize` below, as without the advice.
+        let _ = super::huge::reserve_huge(&mut self.scratch, len);
         self.scratch.resize(len.max(self.scratch.len()), Complex64::default());
         &mut self.scratch[..len]
     }
@@ -124,14 +133,13 @@ impl LocalFft {
         self.p
     }
 
-    /// Elements of workspace one process of [`super::Fft::process`] uses: local, z, scratch,
+    /// Elements of workspace one process of `shared::run` uses besides the lanes: scratch and
     /// tile.
-    pub(super) fn workspace_len(&self) -> usize {
-        let m = self.n / self.p;
-        2 * m + self.scratch_len() + TILE * self.p
+    pub(super) fn shared_workspace_len(&self) -> usize {
+        self.scratch_len() + TILE * self.p
     }
 
-    fn scratch_len(&self) -> usize {
+    pub(super) fn scratch_len(&self) -> usize {
         self.fft_m.get_outofplace_scratch_len()
     }
 
@@ -146,62 +154,100 @@ impl LocalFft {
         tile: &mut [Complex64],
         out: &mut [&mut [Complex64]],
     ) {
-        let p = self.p;
-        let b = rows.len() / p;
-        let bits = p.trailing_zeros();
-        let scale = match self.direction {
-            Direction::Forward => None,
-            Direction::Inverse => Some(1.0 / self.n as f64),
-        };
+        let b = rows.len() / self.p;
         for q0 in (0..b).step_by(TILE) {
             let w = TILE.min(b - q0);
-            // Twiddle row r by ω_n^{r·(k1_first + q0 + i)} = base · steps[r][i].
-            for r in 0..p {
-                let src = &rows[r * b + q0..r * b + q0 + w];
-                let dst = &mut tile[r * TILE..r * TILE + w];
-                if r == 0 {
-                    dst.copy_from_slice(src);
-                    continue;
-                }
-                let base = self.twiddles.get(r * (k1_first + q0));
-                let steps = &self.steps[r * TILE..r * TILE + w];
-                for ((d, &v), &st) in dst.iter_mut().zip(src).zip(steps) {
-                    *d = v * (base * st);
-                }
+            self.load_tile(k1_first, q0, w, |r| &rows[r * b..(r + 1) * b], tile);
+            self.butterflies(w, tile);
+            self.store_tile(q0, w, tile, out);
+        }
+    }
+
+    /// Step 3 in place: `cols[r]` holds R[r][q] (b values) on entry and output k2 = r of this
+    /// process's block on return, as `combine` writes `out[r]`.
+    pub(super) fn combine_in_place(
+        &self,
+        k1_first: usize,
+        cols: &mut [&mut [Complex64]],
+        tile: &mut [Complex64],
+    ) {
+        let b = cols.first().map_or(0, |c| c.len());
+        for q0 in (0..b).step_by(TILE) {
+            let w = TILE.min(b - q0);
+            let rows: &[&mut [Complex64]] = cols;
+            self.load_tile(k1_first, q0, w, |r| &*rows[r], tile);
+            self.butterflies(w, tile);
+            self.store_tile(q0, w, tile, cols);
+        }
+    }
+
+    /// Tile row r = row(r)[q0..q0 + w] · ω_n^{r·(k1_first + q0 + i)} (= base · steps[r][i]).
+    fn load_tile<'r>(
+        &self,
+        k1_first: usize,
+        q0: usize,
+        w: usize,
+        row: impl Fn(usize) -> &'r [Complex64],
+        tile: &mut [Complex64],
+    ) {
+        for r in 0..self.p {
+            let src = &row(r)[q0..q0 + w];
+            let dst = &mut tile[r * TILE..r * TILE + w];
+            if r == 0 {
+                dst.copy_from_slice(src);
+                continue;
             }
-            // Radix-2 stages across rows, half-size h = p/2, p/4, ..., 1.
-            let mut h = p / 2;
-            while h >= 1 {
-                for g in (0..p).step_by(2 * h) {
-                    for j in 0..h {
-                        let root = self.roots[h + j];
-                        let (lo, hi) = tile.split_at_mut((g + j + h) * TILE);
-                        let a = &mut lo[(g + j) * TILE..(g + j) * TILE + w];
-                        let c = &mut hi[..w];
-                        if j == 0 {
-                            for (x, y) in a.iter_mut().zip(c.iter_mut()) {
-                                let (u, v) = (*x, *y);
-                                *x = u + v;
-                                *y = u - v;
-                            }
-                        } else {
-                            for (x, y) in a.iter_mut().zip(c.iter_mut()) {
-                                let (u, v) = (*x, *y);
-                                *x = u + v;
-                                *y = (u - v) * root;
-                            }
+            let base = self.twiddles.get(r * (k1_first + q0));
+            let steps = &self.steps[r * TILE..r * TILE + w];
+            for ((d, &v), &st) in dst.iter_mut().zip(src).zip(steps) {
+                *d = v * (base * st);
+            }
+        }
+    }
+
+    /// The radix-2 stages across the p tile rows, half-size h = p/2, p/4, ..., 1 (decimation
+    /// in frequency: row r ends up holding output bitrev(r)).
+    fn butterflies(&self, w: usize, tile: &mut [Complex64]) {
+        let p = self.p;
+        let mut h = p / 2;
+        while h >= 1 {
+            for g in (0..p).step_by(2 * h) {
+                for j in 0..h {
+                    let root = self.roots[h + j];
+                    let (lo, hi) = tile.split_at_mut((g + j + h) * TILE);
+                    let a = &mut lo[(g + j) * TILE..(g + j) * TILE + w];
+                    let c = &mut hi[..w];
+                    if j == 0 {
+                        for (x, y) in a.iter_mut().zip(c.iter_mut()) {
+                            let (u, v) = (*x, *y);
+                            *x = u + v;
+                            *y = u - v;
+                        }
+                    } else {
+                        for (x, y) in a.iter_mut().zip(c.iter_mut()) {
+                            let (u, v) = (*x, *y);
+                            *x = u + v;
+                            *y = (u - v) * root;
                         }
                     }
                 }
-                h /= 2;
             }
-            for r in 0..p {
-                let k2 = if bits == 0 { 0 } else { r.reverse_bits() >> (usize::BITS - bits) };
-                let src = &tile[r * TILE..r * TILE + w];
-                let dst = &mut out[k2][q0..q0 + w];
-                match scale {
-                    None => dst.copy_from_slice(src),
-                    Some(f) => dst.iter_mut().zip(src).for_each(|(y, &v)| *y = v * f),
+            h /= 2;
+        }
+    }
+
+    /// `out[k2][q0..q0 + w]` = tile row bitrev(k2), scaled by 1/n for the inverse.
+    fn store_tile(&self, q0: usize, w: usize, tile: &[Complex64], out: &mut [&mut [Complex64]]) {
+        let bits = self.p.trailing_zeros();
+        for r in 0..self.p {
+            let k2 = if bits == 0 { 0 } else { r.reverse_bits() >> (usize::BITS - bits) };
+            let src = &tile[r * TILE..r * TILE + w];
+            let dst = &mut out[k2][q0..q0 + w];
+            match self.direction {
+                Direction::Forward => dst.copy_from_slice(src),
+                Direction::Inverse => {
+                    let f = 1.0 / self.n as f64;
+                    dst.iter_mut().zip(src).for_each(|(y, &v)| *y = v * f);
                 }
             }
         }

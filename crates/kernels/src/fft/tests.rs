@@ -120,3 +120,27 @@ fn in_place_fft_then_ifft_round_trips() {
     ifft(&mut y, 2).unwrap();
     assert!(rel_l2(&y, &x) < 1e-12);
 }
+
+#[test]
+fn rule6_candidates_are_valid_and_the_fastest_is_one_of_them() {
+    assert_eq!(candidate_procs(PROBE_MAX * 2, 2), vec![default_procs(PROBE_MAX * 2, 2)]);
+    assert_eq!(candidate_procs(1 << 16, 2), vec![1, 2]);
+    assert_eq!(candidate_procs(1 << 16, 8), vec![1, 2, 4, 8]);
+    assert_eq!(candidate_procs(1 << 12, 8), vec![1]);
+    for (n, max_p) in [(1usize << 13, 4), (1 << 16, 2), (1 << 18, 64)] {
+        for p in candidate_procs(n, max_p) {
+            assert!(check_shape(n, p).is_ok() && p <= max_p, "n {n}: p {p}");
+        }
+    }
+    let n = 1 << 13;
+    let x = random(n, 5);
+    let plans: Vec<Fft> = candidate_procs(n, 4)
+        .into_iter()
+        .map(|p| Fft::new(n, p, Direction::Forward).unwrap())
+        .collect();
+    let mut out = vec![Complex64::default(); n];
+    let best = fastest(&plans, &x, &mut out).unwrap();
+    assert!(best < plans.len());
+    // What a probe leaves in `output` is the transform (every candidate computes it).
+    assert!(rel_l2(&out, &naive(&x, Direction::Forward)) < 1e-12);
+}

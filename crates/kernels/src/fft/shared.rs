@@ -1,0 +1,178 @@
+//! The parallel steps of [`super::Fft::process`] on the threads backend, where the p processes
+//! of the section share the caller's memory: the redistribution is done by reading and writing
+//! shared buffers between syncs instead of by puts, and nothing is copied twice.
+//!
+//! With m = n/p and b = n/p² (as in the module docs of `fft`), in three supersteps:
+//! 1. Gather: process s reads its contiguous part x[s·m..(s+1)·m] once and deals it out to the
+//!    p lanes: lane t (m values of `lanes`) gets x[t + p·l] for l in s·b..(s+1)·b. Each input
+//!    cache line is read by one process only (a per-process strided gather reads every line on
+//!    every process).
+//! 2. Local FFT: process t transforms lane t into row t of the output (`output[t·m..]`), out
+//!    of place (rustfft uses the lane as its scratch).
+//! 3. Combine: process t owns column block t of every output row (k1 in t·b..(t+1)·b) and
+//!    replaces it in place by the twiddled p-point FFTs across rows (`LocalFft::combine_in_place`),
+//!    which leaves y[m·k2 + k1] in row k2: the natural order.
+//!
+//! Memory traffic: the input read once, the lanes written and read once, the output written by
+//! the local FFT and read and written once by the combine; workspace: the n values of `lanes`
+//! and each process's rustfft scratch and tile. A sync separates the supersteps; the disjoint
+//! parts of `lanes` and `output` each process takes in a superstep come from [`View`].
+//!
+//! The only `unsafe` code of the FFT besides `exchange`: safe Rust cannot hand p threads
+//! disjoint `&mut` parts of one buffer partitioned differently in each superstep (lanes by
+//! sender, then whole rows, then column blocks of every row), so [`View::part`] makes them from
+//! a raw pointer, and each caller below says why its parts are disjoint.
+//!
+//! # Contract
+//! 1. `run` leaves in `output` the transform of `input` (rule 1 of `fft`), for any plan with
+//!    p > 1 and `input`, `output`, `lanes` of n values; `bufs` has p entries.
+//! 2. A process that fails or sees the cancel flag between supersteps returns an error; its
+//!    peers' next sync then fails, so every process stops and the section ends; `run` returns
+//!    only after every process returned.
+//! 3. A [`View`] borrows its buffer mutably for its whole life (no code outside the section
+//!    touches it meanwhile); [`View::part`] is `unsafe`: its caller promises that no other part
+//!    of the same view that it or another process holds before the section's next `sync` overlaps
+//!    it, and that the part is dropped before that `sync` (the threads backend's sync orders
+//!    every write before it before every access after it). `part` panics outside the buffer.
+
+#![allow(unsafe_code)]
+
+use std::marker::PhantomData;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use rustfft::num_complex::Complex64;
+
+use super::Share;
+use super::section::Section;
+use super::spmd::{LocalFft, TILE, Workspace, check_cancel};
+use crate::Error;
+
+/// Input rows dealt out per block of the gather: `ROWS·p` values (p = 2: 4 KiB) stay in L1
+/// while they are copied to the p lanes.
+const ROWS: usize = 128;
+
+/// Rule 1.
+pub(super) fn run(
+    plan: &LocalFft,
+    section: &Section,
+    bufs: &mut [Workspace],
+    lanes: &mut [Complex64],
+    input: &[Complex64],
+    output: &mut [Complex64],
+    cancel: Option<&AtomicBool>,
+) -> Result<(), Error> {
+    let (n, p) = (plan.n, plan.p);
+    let (m, b) = (n / p, n / p / p);
+    assert!(input.len() == n && output.len() == n && lanes.len() == n && bufs.len() == p);
+    let cells: Vec<Mutex<Share<'_>>> =
+        bufs.iter_mut().map(|ws| Mutex::new((ws, Vec::new(), None))).collect();
+    let (lanes, out) = (View::new(lanes), View::new(output));
+    let ran = section.run(|ctx, s| {
+        let s = s as usize;
+        let mut cell = cells[s].lock().unwrap_or_else(|e| e.into_inner());
+        let (ws, _, result) = &mut *cell;
+        let mut steps = || -> Result<(), Error> {
+            ws.scratch_mut(plan.scratch_len());
+            ws.tile_mut(TILE * p);
+            // Superstep 1: deal x[s·m..(s+1)·m] out to the lanes.
+            {
+                let mut dst = Vec::with_capacity(p);
+                for t in 0..p {
+                    // SAFETY: (rule 3) process s takes values s·b..(s+1)·b of each lane t; these
+                    // p·p ranges are disjoint across t and s, and dropped before the sync.
+                    dst.push(unsafe { lanes.part(t * m + s * b, b) });
+                }
+                gather(&input[s * m..(s + 1) * m], &mut dst);
+            }
+            check_cancel(cancel)?;
+            ctx.sync()?;
+            // Superstep 2: output row s = FFT_m(lane s).
+            {
+                // SAFETY: (rule 3) process s takes lane s and output row s whole; rows of
+                // different s are disjoint, and both are dropped before the sync.
+                let (lane, row) = unsafe { (lanes.part(s * m, m), out.part(s * m, m)) };
+                let scratch = ws.scratch_mut(plan.scratch_len());
+                plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
+            }
+            check_cancel(cancel)?;
+            ctx.sync()?;
+            // Superstep 3: column block s of every row, in place.
+            let mut cols = Vec::with_capacity(p);
+            for r in 0..p {
+                // SAFETY: (rule 3) process s takes columns s·b..(s+1)·b of each output row r;
+                // blocks of different s are disjoint, and all are dropped when this closure
+                // returns, before the section ends.
+                cols.push(unsafe { out.part(r * m + s * b, b) });
+            }
+            plan.combine_in_place(s * b, &mut cols, ws.tile_mut(TILE * p));
+            Ok(())
+        };
+        if let Err(e) = steps() {
+            *result = Some(e);
+        }
+    });
+    // A process's own error says more than the `PeerFailed` its peers then see.
+    let own = cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
+    match (own, ran) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.into()),
+        (None, Ok(())) => Ok(()),
+    }
+}
+
+/// `dst[t][l] = src[t + p·l]`: the p-way deinterleave of one process's contiguous part, in
+/// blocks of `ROWS` rows so each input line is read from memory once.
+fn gather(src: &[Complex64], dst: &mut [&mut [Complex64]]) {
+    let p = dst.len();
+    if p == 2 {
+        let (d0, d1) = dst.split_at_mut(1);
+        for ((a, c), pair) in d0[0].iter_mut().zip(d1[0].iter_mut()).zip(src.chunks_exact(2)) {
+            *a = pair[0];
+            *c = pair[1];
+        }
+        return;
+    }
+    for (i, block) in src.chunks(ROWS * p).enumerate() {
+        let l0 = i * ROWS;
+        for (t, lane) in dst.iter_mut().enumerate() {
+            for (d, row) in lane[l0..].iter_mut().zip(block.chunks_exact(p)) {
+                *d = row[t];
+            }
+        }
+    }
+}
+
+/// A buffer lent to the processes of one section (rule 3).
+#[derive(Debug)]
+struct View<'a> {
+    ptr: *mut Complex64,
+    len: usize,
+    _borrow: PhantomData<&'a mut [Complex64]>,
+}
+
+// SAFETY: a `View` is a `&mut [Complex64]` (which is `Send` and `Sync`) that hands out parts only
+// through the `unsafe` `part`, whose callers promise the parts are disjoint (rule 3).
+unsafe impl Send for View<'_> {}
+// SAFETY: as for `Send` above.
+unsafe impl Sync for View<'_> {}
+
+impl<'a> View<'a> {
+    fn new(buf: &'a mut [Complex64]) -> View<'a> {
+        View { ptr: buf.as_mut_ptr(), len: buf.len(), _borrow: PhantomData }
+    }
+
+    /// `len` values from `start`.
+    ///
+    /// # Safety
+    /// Rule 3: no other live part of this view, on any process, overlaps `start..start + len`
+    /// before the section's next `sync`, and the part is dropped before that `sync`.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn part(&self, start: usize, len: usize) -> &mut [Complex64] {
+        assert!(start.checked_add(len).is_some_and(|end| end <= self.len), "view: out of range");
+        // SAFETY: the range lies inside the buffer, which `new` borrowed mutably for `'a` (so it
+        // is alive and unaliased outside the section); the caller promises no other part
+        // overlaps it (rule 3).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
