@@ -90,6 +90,8 @@
 //!   fft/section.rs     the kept BSP section: p threads that hook a fresh section per call
 //!   fft/twiddle.rs     twiddle factors from two √n tables
 //!   fft/file.rs        complex128 .npy in and out; fft_file
+//! dist.rs              the kernels over BSP processes (MPI ranks): stats, grep, k-means
+//!   dist/*.rs          tree, stats, grep, lines, zero_copy*, kmeans, kmeans_parts, exchange
 //! npy.rs               .npy header parsing and writing
 //!   npy/parse.rs       the header dict (a Python literal) and the descr string
 //! dtype.rs             Scalar, Endian, Dtype: element types and their numpy descrs
