@@ -249,6 +249,13 @@ impl Fft {
         }
     }
 
+    /// Bytes a plan of length `n` on `p` processes holds, at most (to reserve before planning):
+    /// rustfft's twiddles for the local transform of n/p values, and the two √n twiddle tables.
+    pub fn plan_bytes(n: usize, p: usize) -> u64 {
+        let root = 1usize << n.max(1).ilog2().div_ceil(2);
+        ((n / p.max(1) + 2 * root) * std::mem::size_of::<Complex64>()) as u64
+    }
+
     /// Bytes of workspace a call uses besides input and output (all processes together).
     pub fn workspace_bytes(&self) -> u64 {
         let elems = match &self.kind {

@@ -170,17 +170,21 @@ pub fn fft_file(
         Some(p) => vec![p],
         None => candidate_procs(n, cores),
     };
+    let hold = |what: &str, bytes: u64| {
+        budget.reserve(&format!("{what} of {}", input.display()), bytes).map_err(Error::from)
+    };
+    // Rule 2: everything is reserved before it is allocated: the output and the plans before
+    // planning (a plan of 2^26 values holds 1 GiB of twiddles), every candidate's workspace
+    // before the data is read.
+    let out_reservation = hold("the FFT output", (n * 16) as u64)?;
+    let plan_bytes = procs.iter().map(|&p| Fft::plan_bytes(n, p)).sum();
+    let plan_reservation = hold("the FFT plans", plan_bytes)?;
     let started = Instant::now();
     let mut plans = procs
         .iter()
         .map(|&p| Fft::new(n, p, config.direction).map_err(|e| in_file(input, e)))
         .collect::<Result<Vec<Fft>, Error>>()?;
     let mut plan_time = started.elapsed();
-    let hold = |what: &str, bytes: u64| {
-        budget.reserve(&format!("{what} of {}", input.display()), bytes).map_err(Error::from)
-    };
-    // Rule 2: everything is reserved before the data is read (every candidate's workspace).
-    let out_reservation = hold("the FFT output", (n * 16) as u64)?;
     let work_bytes = plans.iter().map(Fft::workspace_bytes).sum();
     let work_reservation = hold("the FFT workspace", work_bytes)?;
     let loaded = read_npy(input, budget)?;
@@ -204,7 +208,7 @@ pub fn fft_file(
         transform_times.push(t.elapsed());
     }
     write_npy(output, &result)?;
-    drop((out_reservation, work_reservation));
+    drop((out_reservation, plan_reservation, work_reservation));
     Ok(FileReport { n, procs: p, transform_times, plan_time, output: output.to_path_buf() })
 }
 
