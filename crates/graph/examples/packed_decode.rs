@@ -11,6 +11,9 @@ use std::time::Instant;
 
 use sluice_graph::store::{Encoding, packed, read_meta};
 
+/// One version's `encode_block`.
+type Encoder = fn(&[u32], &mut Vec<u8>);
+
 fn load() -> String {
     let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
@@ -51,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keys: Vec<u32> =
         raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
     // Each version's frames, block by block, and its encoding time.
-    let encoders: [(&str, fn(&[u32], &mut Vec<u8>)); 2] = [
+    let encoders: [(&str, Encoder); 2] = [
         ("v0 (interleaved)", packed::v0::encode_block),
         ("v1 (sections)", packed::v1::encode_block),
     ];

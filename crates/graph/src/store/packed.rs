@@ -164,7 +164,7 @@ mod tests {
         check(&star);
         let dups = vec![5u32 << 16 | 9; 30_000];
         check(&dups);
-        let diagonal: Vec<u32> = (0..65536).map(|i| i << 16 | (i * 7919 & 0xffff)).collect();
+        let diagonal: Vec<u32> = (0..65536).map(|i| i << 16 | ((i * 7919) & 0xffff)).collect();
         check(&diagonal);
         let sparse: Vec<u32> = (0..40).map(|i| (i * i * 37) << 16 | (65535 - i)).collect();
         check(&sparse);

@@ -243,10 +243,12 @@ pub(super) fn decode(frame: &[u8], out: &mut Vec<u8>) -> Result<(u64, u64), Fram
 thread_local! {
     /// The decoder's arrays, one set per thread (80 KiB, not zeroed per frame: each frame
     /// overwrites the values it reads): the three streams' values, the runs' first edges.
-    #[allow(clippy::type_complexity)]
-    static SCRATCH_ARRAYS: std::cell::RefCell<Box<([[u32; SCRATCH]; 3], [u64; SCRATCH])>> =
+    static SCRATCH_ARRAYS: std::cell::RefCell<Box<Scratch>> =
         std::cell::RefCell::new(Box::new(([[0; SCRATCH]; 3], [0; SCRATCH])));
 }
+
+/// The three streams' values and the runs' first edges.
+type Scratch = ([[u32; SCRATCH]; 3], [u64; SCRATCH]);
 
 /// The 57 or more bits of `buf` from bit `bit` on.
 #[inline(always)]
