@@ -46,6 +46,8 @@
 //!   dir                   StoreDir: one version of a store, opened once (files by descriptor)
 //!   invariants            structural checks on open (degrees vs blocks, mirrored grids)
 //!   packed                the packed edge encoding: Rice-coded frames per block
+//!     v0                  version 0 frames: one interleaved stream (still read)
+//!     v1                  version 1 frames: one section per stream (written)
 //!   weights               per-block CRC-32s of the weight files
 //! summary                 figures of results computed once: component sizes, reach, top K
 //! validate                LDBC output validation and per-vertex value files
