@@ -85,6 +85,9 @@ fn main() -> ExitCode {
         // reports; the same for every command and every output (issue 17).
         Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
+            // An error that an interruption caused (its temporaries removed under it) waits
+            // for the signal thread's exit status instead (signals rule 5).
+            sluice_io::output::signals::wait_if_interrupted();
             // One line, as every error: the budget hint (if any) goes at its end.
             let hint = common::budget_hint(&err).map(|h| format!(" ({h})")).unwrap_or_default();
             eprintln!("sluice: {err:#}{hint}");

@@ -263,14 +263,14 @@ pub(super) fn gen_graph(a: GenArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         weights: a.weights,
     };
+    let rec = if a.weights { 12 } else { 8 };
+    let total = a.edge_factor.saturating_mul(1u64 << a.scale.min(40)).saturating_mul(rec);
+    check_free_space(&a.output, total)?;
     let budget = a.memory.budget()?;
     let _held = budget.reserve(
         "the generator (its vertex permutation and chunk buffers)",
         kronecker::memory_needed(&opts),
     )?;
-    let rec = if a.weights { 12 } else { 8 };
-    let total = a.edge_factor.saturating_mul(1u64 << a.scale.min(40)).saturating_mul(rec);
-    check_free_space(&a.output, total)?;
     let progress = Progress::start("gen", total, true);
     let start = Instant::now();
     let counter = progress.counter();
