@@ -46,7 +46,7 @@ mod group;
 mod process;
 mod queues;
 mod sync;
-mod wait;
+pub(crate) mod wait;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
