@@ -46,7 +46,10 @@ mod group;
 mod process;
 mod queues;
 mod sync;
-pub(crate) mod wait;
+#[cfg(loom)]
+pub mod wait;
+#[cfg(not(loom))]
+mod wait;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
