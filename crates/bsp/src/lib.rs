@@ -120,6 +120,10 @@ mod error;
 mod memreg;
 mod sys;
 mod threads;
+/// The threads backend's waits and barrier, public only to the loom model
+/// (`tests/loom_barrier.rs`).
+#[cfg(loom)]
+pub use threads::wait;
 
 pub mod bench;
 pub mod collectives;

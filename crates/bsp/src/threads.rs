@@ -46,6 +46,9 @@ mod group;
 mod process;
 mod queues;
 mod sync;
+#[cfg(loom)]
+pub mod wait;
+#[cfg(not(loom))]
 mod wait;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -257,7 +257,7 @@ pub fn read_meta(dir: &Path) -> Result<Meta, Error> {
 }
 
 /// Checks the bytes of `meta.json` read from `path` (see [`read_meta`]).
-fn parse_meta(path: &Path, bytes: Vec<u8>) -> Result<Meta, Error> {
+pub(crate) fn parse_meta(path: &Path, bytes: Vec<u8>) -> Result<Meta, Error> {
     let path = path.to_path_buf();
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(&path, format!("not valid JSON ({e})")))?;

@@ -46,6 +46,7 @@
 //!   pipeline/settings.rs  the run's settings, every "choose" resolved and checked
 //!   pipeline/files.rs     opening the files; O_DIRECT, buffered or mapped, and why
 //!   pipeline/reads.rs     ChunkMap: the plan cut into aligned reads
+//!   pipeline/gate.rs      Gate: the claim gate and stop flag (the loom model's subject)
 //!   pipeline/shared.rs    Shared: claim gate, first failure, the per-read steps of every engine
 //!   pipeline/ioc.rs       the IOC engine: io_uring or pread I/O threads, compute workers
 //!   pipeline/sync.rs      the sync engine: read a block, then compute on it (the baseline)
@@ -71,6 +72,9 @@ mod error;
 pub mod memory;
 pub mod output;
 mod pipeline;
+/// The pipeline's claim gate, public only to the loom model (`tests/loom_gate.rs`).
+#[cfg(loom)]
+pub use pipeline::gate::Gate;
 pub mod placement;
 mod plan;
 mod pool;

@@ -48,6 +48,8 @@
 //! - `settings`: the run's settings, every "choose" resolved and checked.
 //! - `files`: opening the plan's files and choosing O_DIRECT, buffered or mapped reads (rule 7).
 //! - `reads`: the plan cut into reads (rule 1).
+//! - `gate`: the claim gate (rule 3) and the stop flag (rule 4), the protocol the loom model
+//!   `tests/loom_gate.rs` checks.
 //! - `shared`: the state all threads of a run share: claim gate (rule 3), first failure (rule 4),
 //!   assembler, filled queue, and the per-read steps every engine takes.
 //! - `ioc`: the IOC engine's I/O threads (io_uring or pread) and compute workers.
@@ -57,6 +59,7 @@
 //! starts the engine, hands the partials to the sink in stream order and gathers the figures.
 
 mod files;
+pub(crate) mod gate;
 mod ioc;
 mod reads;
 mod settings;
@@ -65,7 +68,6 @@ mod sync;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -79,9 +81,10 @@ use crate::{
 };
 
 use files::open_files;
+use gate::Gate;
 use reads::ChunkMap;
 use settings::Settings;
-use shared::{EngineOut, Gate, Message, Shared, panic_message};
+use shared::{EngineOut, Message, Shared, panic_message};
 
 /// Default bytes per read. Measured on this machine's virtio disk, cold, IOC engine with
 /// io_uring and O_DIRECT at queue depth 32, buffers on 2 MiB pages (see `pipeline/README.md`):
@@ -181,10 +184,7 @@ where
         files,
         granules,
         assembler: Assembler::default(),
-        next_read: AtomicUsize::new(0),
-        window: 2 * buffers.max(16),
-        gate: Gate::default(),
-        cancelled: AtomicBool::new(false),
+        gate: Gate::new(reads, 2 * buffers.max(16)),
         failure: Mutex::new(None),
         pool,
         filled: Queue::new(),
@@ -233,10 +233,7 @@ where
                 }
             }
             if next_key / 2 != before / 2 {
-                let mut emitted = shared.gate.emitted.lock().unwrap_or_else(|p| p.into_inner());
-                *emitted = next_key / 2;
-                drop(emitted);
-                shared.gate.moved.notify_all();
+                shared.gate.emitted(next_key / 2);
             }
         }
         let out = engine.join().map_err(|p| Error::Panicked(panic_message(&*p)))?;

@@ -90,8 +90,19 @@ pub fn read_header(path: &Path) -> Result<NpyHeader, Error> {
 /// [`read_header`] for the element types `D` parses (rule 4).
 pub fn read_header_as<D: NpyDtype>(path: &Path) -> Result<NpyHeader<D>, Error> {
     let open_err = |source| Error::Open { path: path.to_path_buf(), source };
-    let mut file = File::open(path).map_err(open_err)?;
+    let file = File::open(path).map_err(open_err)?;
     let file_len = file.metadata().map_err(open_err)?.len();
+    read_header_from(path, file, file_len)
+}
+
+/// [`read_header_as`] of the file `path` names, read from `file` (positioned at its start) and
+/// `file_len` bytes long: the fuzz harness parses headers in memory with it.
+pub fn read_header_from<D: NpyDtype>(
+    path: &Path,
+    mut file: impl Read,
+    file_len: u64,
+) -> Result<NpyHeader<D>, Error> {
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut prefix = Vec::with_capacity(12);
     (&mut file).take(12).read_to_end(&mut prefix).map_err(open_err)?;
     let header_len_at = |len_bytes: usize| -> Result<(usize, usize), Error> {

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_utils::CachePadded;
 
 use super::queues::Queues;
-use super::wait::{BarrierFlags, Waker};
+use super::wait::{BarrierFlags, Epoch, Waker};
 use crate::memreg::Register;
 use crate::{Error, Pid};
 
@@ -52,7 +52,7 @@ pub(crate) struct Group {
     /// Origin writes between syncs; readers read only inside syncs (queues.rs).
     pub(crate) queues: Queues,
     /// The first barrier epoch that some process will never enter (u64::MAX: none yet).
-    pub(crate) fail_epoch: CachePadded<AtomicU64>,
+    pub(crate) fail_epoch: CachePadded<Epoch>,
     /// True once any process of the group hit a fatal error.
     poisoned: AtomicBool,
     first_error: Mutex<Option<Error>>,
@@ -93,7 +93,7 @@ impl Group {
                 })
                 .collect(),
             queues: Queues::new(p),
-            fail_epoch: CachePadded::new(AtomicU64::new(u64::MAX)),
+            fail_epoch: CachePadded::new(Epoch::new(u64::MAX)),
             poisoned: AtomicBool::new(false),
             first_error: Mutex::new(None),
             exited: CachePadded::new(AtomicUsize::new(0)),

@@ -22,21 +22,40 @@
 //! the condition; the signaller stores the condition then (SeqCst fence) reads `sleeping`. At
 //! least one of them sees the other's store, so a parked waiter is always unparked.
 
+// Under `--cfg loom` this file is built on loom's atomics, fences and parking, and made public
+// for the model `tests/loom_barrier.rs` (lib.rs re-exports it), which so checks this very code.
+#![cfg_attr(not(loom), allow(unreachable_pub))]
+
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
-use std::thread::Thread;
+
+#[cfg(loom)]
+use loom::{
+    hint::spin_loop,
+    sync::atomic::{AtomicBool, AtomicU64, Ordering, fence},
+    thread::{Thread, current, park, yield_now},
+};
+#[cfg(not(loom))]
+use std::{
+    hint::spin_loop,
+    sync::atomic::{AtomicBool, AtomicU64, Ordering, fence},
+    thread::{Thread, current, park, yield_now},
+};
 
 use crossbeam_utils::CachePadded;
 
 /// Busy-wait iterations before yielding (~3 µs at ~25 ns per `pause`): longer spins burn the
-/// time slice a descheduled partner needs (threads/README.md, "Waiting").
-const SPIN_ROUNDS: u32 = 1 << 7;
+/// time slice a descheduled partner needs (threads/README.md, "Waiting"). One under loom: every
+/// round is a state to explore, and the park path is the one to check.
+const SPIN_ROUNDS: u32 = if cfg!(loom) { 1 } else { 1 << 7 };
 /// `yield_now` calls before parking (each lets a partner on this core run).
-const YIELD_ROUNDS: u32 = 64;
+const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 64 };
+
+/// The atomic of the group's `fail_epoch`, which [`barrier`] reads: loom's under `cfg(loom)`.
+pub type Epoch = AtomicU64;
 
 /// The parking side of one process.
 #[derive(Debug, Default)]
-pub(crate) struct Waker {
+pub struct Waker {
     /// True while the owner may be parked (or about to park).
     sleeping: AtomicBool,
     /// The owner's thread, set before it first waits.
@@ -45,12 +64,12 @@ pub(crate) struct Waker {
 
 impl Waker {
     /// Records the calling thread as the owner (first call wins).
-    pub(crate) fn bind_current(&self) {
-        let _ = self.thread.set(std::thread::current());
+    pub fn bind_current(&self) {
+        let _ = self.thread.set(current());
     }
 
     /// Call after making a condition this waker's owner may wait on true.
-    pub(crate) fn signal(&self) {
+    pub fn signal(&self) {
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::Relaxed) {
             if let Some(t) = self.thread.get() {
@@ -60,7 +79,7 @@ impl Waker {
     }
 
     /// Unconditional unpark (for rare events: failures, exits).
-    pub(crate) fn kick(&self) {
+    pub fn kick(&self) {
         fence(Ordering::SeqCst);
         if let Some(t) = self.thread.get() {
             t.unpark();
@@ -69,7 +88,7 @@ impl Waker {
 }
 
 /// Rule 1.
-pub(crate) fn wait(me: &Waker, cond: impl Fn() -> bool, abort: impl Fn() -> bool) -> bool {
+pub fn wait(me: &Waker, cond: impl Fn() -> bool, abort: impl Fn() -> bool) -> bool {
     for _ in 0..SPIN_ROUNDS {
         if cond() {
             return true;
@@ -77,7 +96,7 @@ pub(crate) fn wait(me: &Waker, cond: impl Fn() -> bool, abort: impl Fn() -> bool
         if abort() {
             return false;
         }
-        std::hint::spin_loop();
+        spin_loop();
     }
     for _ in 0..YIELD_ROUNDS {
         if cond() {
@@ -86,7 +105,7 @@ pub(crate) fn wait(me: &Waker, cond: impl Fn() -> bool, abort: impl Fn() -> bool
         if abort() {
             return false;
         }
-        std::thread::yield_now();
+        yield_now();
     }
     loop {
         me.sleeping.store(true, Ordering::Relaxed);
@@ -102,26 +121,26 @@ pub(crate) fn wait(me: &Waker, cond: impl Fn() -> bool, abort: impl Fn() -> bool
             me.sleeping.store(false, Ordering::Relaxed);
             return done;
         }
-        std::thread::park();
+        park();
         me.sleeping.store(false, Ordering::Relaxed);
     }
 }
 
 /// Per-process barrier flags: `flags[k]` is written by the process `2^k` places before.
 #[derive(Debug)]
-pub(crate) struct BarrierFlags {
+pub struct BarrierFlags {
     flags: Box<[CachePadded<AtomicU64>]>,
 }
 
 impl BarrierFlags {
-    pub(crate) fn new(p: usize) -> BarrierFlags {
+    pub fn new(p: usize) -> BarrierFlags {
         let rounds = rounds(p);
         BarrierFlags { flags: (0..rounds).map(|_| CachePadded::new(AtomicU64::new(0))).collect() }
     }
 }
 
 /// ⌈log₂ p⌉.
-pub(crate) fn rounds(p: usize) -> usize {
+pub fn rounds(p: usize) -> usize {
     let mut r = 0;
     while (1usize << r) < p {
         r += 1;
@@ -131,7 +150,7 @@ pub(crate) fn rounds(p: usize) -> usize {
 
 /// Rule 2. `flags[i]` and `wakers[i]` belong to process `i`. Also computes the OR of every
 /// process's `any` (rule 3): `Some(or)` on success, `None` on failure.
-pub(crate) fn barrier(
+pub fn barrier(
     flags: &[CachePadded<BarrierFlags>],
     wakers: &[CachePadded<Waker>],
     fail_epoch: &AtomicU64,

@@ -75,6 +75,84 @@ pub(super) struct Source<'a> {
     pub(super) format_name: &'static str,
 }
 
+/// Where [`describe_in`] reads the input files from: the disk, or bytes in memory keyed by path
+/// (the fuzz harness, which would otherwise write a file per input: `import::fuzz`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Files<'a> {
+    Disk,
+    Memory(&'a [(PathBuf, &'a [u8])]),
+}
+
+impl<'a> Files<'a> {
+    fn in_memory(&self, path: &Path) -> Option<Option<&'a [u8]>> {
+        match *self {
+            Files::Disk => None,
+            Files::Memory(files) => Some(files.iter().find(|(p, _)| p == path).map(|(_, b)| *b)),
+        }
+    }
+
+    fn not_found(path: &Path) -> Error {
+        Error::io(path, "cannot open", std::io::ErrorKind::NotFound.into())
+    }
+
+    /// `Ok` if `path` is a regular file, else why not.
+    fn check(&self, path: &Path) -> Result<(), String> {
+        match self.in_memory(path) {
+            Some(Some(_)) => return Ok(()),
+            Some(None) => return Err("no such file".to_string()),
+            None => {}
+        }
+        Err(match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => return Ok(()),
+            Ok(m) if m.is_dir() => "is a directory, not an input file".to_string(),
+            Ok(_) => "is not a regular file".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file".to_string(),
+            Err(e) => format!("cannot read: {e}"),
+        })
+    }
+
+    /// Up to the first `limit` bytes of `path`.
+    fn head(&self, path: &Path, limit: usize) -> Result<Vec<u8>, Error> {
+        if let Some(bytes) = self.in_memory(path) {
+            let bytes = bytes.ok_or_else(|| Files::not_found(path))?;
+            return Ok(bytes[..bytes.len().min(limit)].to_vec());
+        }
+        let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let mut head = vec![0u8; limit];
+        let mut got = 0;
+        loop {
+            let k = f.read(&mut head[got..]).map_err(|e| Error::io(path, "read failed", e))?;
+            if k == 0 {
+                break;
+            }
+            got += k;
+            if got == head.len() {
+                break;
+            }
+        }
+        head.truncate(got);
+        Ok(head)
+    }
+
+    /// The whole of `path` as UTF-8 text.
+    fn read_to_string(&self, path: &Path) -> Result<String, Error> {
+        let Some(bytes) = self.in_memory(path) else {
+            return std::fs::read_to_string(path).map_err(|e| Error::io(path, "cannot read", e));
+        };
+        let bytes = bytes.ok_or_else(|| Files::not_found(path))?;
+        String::from_utf8(bytes.to_vec()).map_err(|e| {
+            Error::io(path, "cannot read", std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
+    }
+
+    /// A reader of text edge file `f`, through a gzip decoder when it is compressed.
+    fn text(&self, f: &EdgeFile) -> Result<Box<dyn Read + 'a>, Error> {
+        let Some(bytes) = self.in_memory(&f.path) else { return open_text(f) };
+        let bytes = bytes.ok_or_else(|| Files::not_found(&f.path))?;
+        Ok(if f.gz { Box::new(flate2::read::MultiGzDecoder::new(bytes)) } else { Box::new(bytes) })
+    }
+}
+
 /// Doubts about how `--format bin` inputs will be read, one sentence each (issue 16 item 8): a
 /// binary edge list has no header, so the direction is assumed when not given, and a file
 /// written with f32 weights can also be cut into 8-byte records. The second doubt is raised only
@@ -129,6 +207,15 @@ fn looks_weighted(path: &Path) -> std::io::Result<bool> {
 
 /// Describes `inputs` read as `opts` say.
 pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Source<'static>, Error> {
+    describe_in(Files::Disk, inputs, opts)
+}
+
+/// [`describe`] with the files read from `files`.
+pub(super) fn describe_in(
+    files: Files<'_>,
+    inputs: &[PathBuf],
+    opts: &ImportOptions,
+) -> Result<Source<'static>, Error> {
     let id_bytes = opts.id_bytes.unwrap_or(if opts.format == Format::Bin { 4 } else { 8 });
     if id_bytes != 4 && id_bytes != 8 {
         return Err(Error::BadIdBytes { bytes: id_bytes });
@@ -136,15 +223,9 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
     let id_max = if id_bytes == 4 { u32::MAX as u64 } else { u64::MAX };
     for i in inputs {
         // Name the real problem (issue 17: `import /tmp` said "no such file").
-        let msg = match std::fs::metadata(i) {
-            Ok(m) if m.is_file() => continue,
-            Ok(m) if m.is_dir() => "is a directory, not an input file".to_string(),
-            Ok(_) => "is not a regular file".to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file".to_string(),
-            Err(e) => format!("cannot read: {e}"),
-        };
-        return Err(Error::Input { path: i.clone(), msg });
+        files.check(i).map_err(|msg| Error::Input { path: i.clone(), msg })?;
     }
+    let fs = files;
     match opts.format {
         Format::Snap => {
             let directed = opts.directed.ok_or_else(|| Error::NoDirection {
@@ -159,7 +240,7 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
                     gz: p.extension().is_some_and(|e| e == "gz"),
                 })
                 .collect();
-            let weighted = first_data_fields(&files[0])? == Some(3);
+            let weighted = first_data_fields(fs, &files[0])? == Some(3);
             Ok(Source {
                 files,
                 arrays: None,
@@ -202,16 +283,16 @@ pub(super) fn describe(inputs: &[PathBuf], opts: &ImportOptions) -> Result<Sourc
                     given: inputs.len(),
                 });
             }
-            describe_mtx(&inputs[0], opts, id_max, id_bytes)
+            describe_mtx(fs, &inputs[0], opts, id_max, id_bytes)
         }
-        Format::Ldbc => describe_ldbc(inputs, opts, id_max, id_bytes),
+        Format::Ldbc => describe_ldbc(fs, inputs, opts, id_max, id_bytes),
     }
 }
 
 /// Number of fields on the first data line of a text file, skipping `#` comments (None: no
 /// data line).
-fn first_data_fields(f: &EdgeFile) -> Result<Option<usize>, Error> {
-    let mut reader = open_text(f)?;
+fn first_data_fields(files: Files<'_>, f: &EdgeFile) -> Result<Option<usize>, Error> {
+    let mut reader = files.text(f)?;
     let mut buf = vec![0u8; 1 << 16];
     let mut carry = Vec::new();
     loop {
@@ -240,28 +321,13 @@ fn first_data_fields(f: &EdgeFile) -> Result<Option<usize>, Error> {
 
 /// Reads the header and size line of a Matrix Market file.
 fn describe_mtx(
+    files: Files<'_>,
     path: &Path,
     opts: &ImportOptions,
     id_max: u64,
     id_bytes: u8,
 ) -> Result<Source<'static>, Error> {
-    let text = {
-        let mut f = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
-        let mut head = vec![0u8; 1 << 20];
-        let mut got = 0;
-        loop {
-            let k = f.read(&mut head[got..]).map_err(|e| Error::io(path, "read failed", e))?;
-            if k == 0 {
-                break;
-            }
-            got += k;
-            if got == head.len() {
-                break;
-            }
-        }
-        head.truncate(got);
-        head
-    };
+    let text = files.head(path, 1 << 20)?;
     let bad =
         |line: u64, msg: &str| Error::Parse { path: path.to_path_buf(), line, msg: msg.into() };
     let mut offset = 0usize;
@@ -372,7 +438,11 @@ pub struct LdbcProperties {
 impl LdbcProperties {
     /// Reads a `.properties` file.
     pub fn read(path: &Path) -> Result<LdbcProperties, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, "cannot read", e))?;
+        LdbcProperties::read_in(Files::Disk, path)
+    }
+
+    fn read_in(files: Files<'_>, path: &Path) -> Result<LdbcProperties, Error> {
+        let text = files.read_to_string(path)?;
         let mut values = std::collections::BTreeMap::new();
         let mut name: Option<String> = None;
         for (i, line) in text.lines().enumerate() {
@@ -428,13 +498,14 @@ impl LdbcProperties {
 
 /// Reads an LDBC `.properties` file, or takes a `.v` and an `.e` file.
 fn describe_ldbc(
+    files: Files<'_>,
     inputs: &[PathBuf],
     opts: &ImportOptions,
     id_max: u64,
     id_bytes: u8,
 ) -> Result<Source<'static>, Error> {
     let (vfile, efile, directed, weighted) = if inputs.len() == 1 {
-        let props = LdbcProperties::read(&inputs[0])?;
+        let props = LdbcProperties::read_in(files, &inputs[0])?;
         let v = props.dir.join(props.get("vertex-file")?);
         let e = props.dir.join(props.get("edge-file")?);
         let directed = match props.get("directed")? {
@@ -450,7 +521,7 @@ fn describe_ldbc(
         let weighted =
             props.values.get("edge-properties.names").is_some_and(|s| !s.trim().is_empty());
         for f in [&v, &e] {
-            if !f.is_file() {
+            if files.check(f).is_err() {
                 return Err(Error::Input {
                     path: f.clone(),
                     msg: format!("named in {} but not found", props.path.display()),
@@ -467,7 +538,7 @@ fn describe_ldbc(
             kind: FileKind::Text { style: TextStyle::Ldbc, data_offset: 0 },
             gz: false,
         };
-        let weighted = first_data_fields(&e)? == Some(3);
+        let weighted = first_data_fields(files, &e)? == Some(3);
         (inputs[0].clone(), inputs[1].clone(), directed, weighted)
     } else {
         return Err(Error::InputCount {

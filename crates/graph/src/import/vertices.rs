@@ -238,37 +238,7 @@ pub(super) fn collect_vertices(
             let _text_res = budget.reserve("the vertex file", len)?;
             let text =
                 std::fs::read(path).map_err(|e| Error::io(path, "cannot read vertex file", e))?;
-            let lines = memchr::memchr_iter(b'\n', &text).count() as u64 + 1;
-            let reservation = reserve_vertices(budget, path, lines)?;
-            let mut ids = Vec::new();
-            for (i, line) in text.split(|&b| b == b'\n').enumerate() {
-                let line = trim_cr(line);
-                let t: Vec<&[u8]> =
-                    line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect();
-                if t.is_empty() {
-                    continue;
-                }
-                let fail =
-                    |msg: String| Error::Parse { path: path.clone(), line: i as u64 + 1, msg };
-                let v = parse_u64(t[0]).ok_or_else(|| {
-                    fail(format!("bad vertex id {:?}", String::from_utf8_lossy(t[0])))
-                })?;
-                if v > source.id_max {
-                    return Err(fail(format!(
-                        "vertex id {v} does not fit in {} bytes",
-                        source.id_bytes
-                    )));
-                }
-                ids.push(v);
-            }
-            ids.par_sort_unstable();
-            if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-                return Err(Error::Input {
-                    path: path.clone(),
-                    msg: format!("vertex {} is listed twice", w[0]),
-                });
-            }
-            Ok(VertexIds { ids, reservation })
+            vertex_list(source, path, &text, budget)
         }
         Vertices::FromEdges => {
             let cap = budget.available() / 4;
@@ -294,6 +264,42 @@ pub(super) fn collect_vertices(
             c.finish(budget, first)
         }
     }
+}
+
+/// The ids of vertex file `path` (of `source`), whose bytes are `text`: one id a line, each
+/// fitting the source's id width, none twice.
+pub(super) fn vertex_list(
+    source: &Source<'_>,
+    path: &Path,
+    text: &[u8],
+    budget: &Budget,
+) -> Result<VertexIds, Error> {
+    let lines = memchr::memchr_iter(b'\n', text).count() as u64 + 1;
+    let reservation = reserve_vertices(budget, path, lines)?;
+    let mut ids = Vec::new();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = trim_cr(line);
+        let t: Vec<&[u8]> =
+            line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect();
+        if t.is_empty() {
+            continue;
+        }
+        let fail = |msg: String| Error::Parse { path: path.to_path_buf(), line: i as u64 + 1, msg };
+        let v = parse_u64(t[0])
+            .ok_or_else(|| fail(format!("bad vertex id {:?}", String::from_utf8_lossy(t[0]))))?;
+        if v > source.id_max {
+            return Err(fail(format!("vertex id {v} does not fit in {} bytes", source.id_bytes)));
+        }
+        ids.push(v);
+    }
+    ids.par_sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Input {
+            path: path.to_path_buf(),
+            msg: format!("vertex {} is listed twice", w[0]),
+        });
+    }
+    Ok(VertexIds { ids, reservation })
 }
 
 /// Original id → dense id.

@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::pool::{ALIGN, BufPool, PoolBuf};
@@ -16,6 +16,7 @@ use crate::trace::Span;
 use crate::{Block, BlockBuffer, BlockKernel, Error, RecordLayout};
 
 use super::files::OpenFile;
+use super::gate::Gate;
 use super::reads::{Chunk, ChunkMap};
 
 /// A filled buffer on its way to a worker; `buf` is `None` for reads of a mapped file, whose
@@ -60,20 +61,6 @@ pub(super) struct IoOut {
     pub(super) spans: Vec<Span>,
 }
 
-/// The claim gate of contract rule 3.
-///
-/// # Memory ordering
-/// `emitted` and the cancel flag it is woken for are read and written under `lock`; the mutex
-/// orders them. `Shared::next_read` is only ever incremented (`fetch_add`, Relaxed: it hands
-/// each read index out once and orders nothing else; the bytes of a read travel with its buffer
-/// through a [`Queue`], whose mutex orders them).
-#[derive(Debug, Default)]
-pub(super) struct Gate {
-    /// Reads whose partials are all handed to the sink.
-    pub(super) emitted: Mutex<usize>,
-    pub(super) moved: Condvar,
-}
-
 /// State every thread of one run shares.
 pub(super) struct Shared<'a, K: BlockKernel> {
     pub(super) kernel: &'a K,
@@ -84,16 +71,8 @@ pub(super) struct Shared<'a, K: BlockKernel> {
     /// Per file: when its mapped pages leave the resident set (`None` for a file not mapped).
     pub(super) granules: Vec<Option<Granules>>,
     pub(super) assembler: Assembler,
-    pub(super) next_read: AtomicUsize,
-    pub(super) window: usize,
+    /// The claim gate (rule 3) and the stop flag, set once, by the first failure (rule 4).
     pub(super) gate: Gate,
-    /// Set once, by the first failure.
-    ///
-    /// # Memory ordering
-    /// Release in [`Shared::fail`] after the error is stored, Acquire in
-    /// [`Shared::is_cancelled`]: a thread that sees the flag sees the stored error. The flag is a
-    /// hint to stop early; correctness never depends on seeing it at once.
-    pub(super) cancelled: AtomicBool,
     pub(super) failure: Mutex<Option<Error>>,
     pub(super) pool: Arc<BufPool>,
     pub(super) filled: Queue<Filled>,
@@ -119,7 +98,7 @@ impl<K: BlockKernel> Shared<'_, K> {
 
     /// Returns true if and only if the run has failed and threads should stop.
     pub(super) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.gate.is_cancelled()
     }
 
     /// Records `error` if it is the first, and stops the run (contract rule 4).
@@ -130,12 +109,9 @@ impl<K: BlockKernel> Shared<'_, K> {
                 *slot = Some(error);
             }
         }
-        self.cancelled.store(true, Ordering::Release);
+        self.gate.cancel();
         self.pool.close();
-        // Taking the gate's lock before notifying means a claimer between its check of the flag
-        // and its wait cannot miss this wake-up.
-        drop(self.gate.emitted.lock().unwrap_or_else(|p| p.into_inner()));
-        self.gate.moved.notify_all();
+        self.gate.wake();
     }
 
     pub(super) fn take_failure(&self) -> Option<Error> {
@@ -145,27 +121,11 @@ impl<K: BlockKernel> Shared<'_, K> {
     /// The next read, waiting at the gate if `wait` (rule 3). `Err(())` when the gate is shut
     /// and `wait` is false; `Ok(None)` when no read is left or the run is cancelled.
     pub(super) fn claim(&self, wait: bool) -> Result<Option<Chunk>, ()> {
-        let mut emitted = self.gate.emitted.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if self.is_cancelled() {
-                return Ok(None);
-            }
-            let next = self.next_read.load(Ordering::Relaxed);
-            if next >= self.map.total() {
-                return Ok(None);
-            }
-            if next < *emitted + self.window {
-                break;
-            }
-            if !wait {
-                return Err(());
-            }
-            emitted = self.gate.moved.wait(emitted).unwrap_or_else(|p| p.into_inner());
+        let j = self.gate.claim(wait)?;
+        if let Some(j) = j {
+            self.claimed(j);
         }
-        drop(emitted);
-        let j = self.next_read.fetch_add(1, Ordering::Relaxed);
-        self.claimed(j);
-        Ok((j < self.map.total()).then(|| self.map.chunk(j)))
+        Ok(j.map(|j| self.map.chunk(j)))
     }
 
     /// After read `j` is claimed: the last claim drains the pool (`pool.rs` rule 5).
@@ -338,25 +298,13 @@ impl<K: BlockKernel> Shared<'_, K> {
     /// injected fault (left to the caller's checked path), and the gate is open for it (rule 3);
     /// never waits.
     fn claim_following(&self, prev: usize, file: usize) -> Option<Chunk> {
-        let j = prev + 1;
-        if j >= self.map.total() || self.is_cancelled() {
-            return None;
-        }
-        let chunk = self.map.chunk(j);
-        if chunk.file != file || self.injected(&chunk).is_some() {
-            return None;
-        }
-        let emitted = self.gate.emitted.lock().unwrap_or_else(|p| p.into_inner());
-        if j >= *emitted + self.window {
-            return None;
-        }
-        drop(emitted);
-        let claimed =
-            self.next_read.compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed);
-        claimed.ok().map(|_| {
-            self.claimed(j);
-            chunk
-        })
+        let fits = |j| {
+            let chunk = self.map.chunk(j);
+            chunk.file == file && self.injected(&chunk).is_none()
+        };
+        let j = self.gate.claim_following(prev, fits)?;
+        self.claimed(j);
+        Some(self.map.chunk(j))
     }
 
     /// The plan's bytes of `chunk` in `buf`, or in the file's mapping when `buf` is `None`.
