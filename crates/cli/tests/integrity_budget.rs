@@ -1,25 +1,27 @@
 //! Import budgets (issue 17, defects 10 and 11): sizes read from a file are checked against
 //! `--memory` before anything is allocated, and the vertex set of an import stays inside the
-//! budget. One test in its own binary: the peak RSS of the children it waits for is read with
-//! `getrusage(RUSAGE_CHILDREN)`, a running maximum over every child of this process.
+//! budget. The peak RSS checked is the largest of every run's own peak, each read with GNU time
+//! (`sluice_testkit::output_with_peak_rss`).
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use sluice_testkit::{assert_error, output_text};
+use sluice_testkit::{assert_error, output_text, output_with_peak_rss};
 
 fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("run sluice")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(args);
+    let (out, rss) = output_with_peak_rss(&cmd);
+    PEAK.fetch_max(rss, Ordering::Relaxed);
+    out
 }
 
-/// Peak RSS in bytes of the largest child waited for so far.
+/// The largest peak RSS in bytes of any run so far, each its own (read with GNU time).
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
 fn children_peak_rss() -> u64 {
-    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable `rusage`.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    assert_eq!(rc, 0);
-    ru.ru_maxrss as u64 * 1024 // kilobytes on Linux (getrusage(2))
+    PEAK.load(Ordering::Relaxed)
 }
 
 fn mtx(dir: &Path, name: &str, size_line: &str) -> String {

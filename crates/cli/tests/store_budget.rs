@@ -1,31 +1,18 @@
 //! `graph info` and `graph verify` take `--memory` like every subcommand (issue 17 item 13) and
 //! stay within it: `verify` on a store whose vertex arrays exceed the budget refuses, naming the
-//! smallest budget, and runs at that budget with its peak RSS (read with `wait4(2)`) at most the
+//! smallest budget, and runs at that budget with its peak RSS (read with GNU time) at most the
 //! budget plus 64 MiB; a bad `--memory` is an error naming the flag.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-/// Runs sluice with `args`; returns (exit code, stdout and stderr, peak RSS in bytes).
-#[allow(clippy::zombie_processes)] // reaped by `wait4` below, which also gives its rusage
+use sluice_testkit::{output_text, output_with_peak_rss};
+
+/// Runs sluice with `args`; returns (exit code, stdout and stderr, its own peak RSS in bytes).
 fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run sluice");
-    let mut text = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut text).unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to overwrite.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `status` and `ru` are valid and writable; the pid is our unreaped child.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    (code, text, ru.ru_maxrss as u64 * 1024)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(args);
+    let (out, rss) = output_with_peak_rss(&cmd);
+    (out.status.code(), output_text(&out), rss)
 }
 
 #[test]

@@ -1,40 +1,25 @@
 //! Weighted passes stay within `--memory` (issue 17, "Left": streaming `sssp` at `--memory
 //! 512M` peaked at 757–810 MiB on a scale-22 store). Each weighted run — streaming `sssp`, `spmv`
 //! and `sssp --in-memory` — runs at the smallest budget it accepts (found from the refusal's
-//! "needs --memory NM at least"), and its own peak RSS, read with `wait4(2)`, is at most the
+//! "needs --memory NM at least"), and its own peak RSS, read with GNU time, is at most the
 //! budget plus 64 MiB (the note's rule). Before: the in-memory load held the raw weight file
 //! beside the decoded weights (8 bytes per edge outside the reservation), and glibc's per-thread
 //! malloc arenas kept the blocks a pass freed on one thread out of reach of the others.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+use sluice_testkit::{output_text, output_with_peak_rss};
 
 /// Bytes above the budget a run may use (the note's rule).
 const SLACK: u64 = 64 << 20;
 
-/// Runs sluice with `args`; returns (exit code, stdout and stderr, peak RSS in bytes).
-#[allow(clippy::zombie_processes)] // reaped by `wait4` below, which also gives its rusage
+/// Runs sluice with `args`; returns (exit code, stdout and stderr, its own peak RSS in bytes).
 fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run sluice");
-    let mut text = String::new();
-    // Both pipes are drained before the wait (a run prints a few lines to each).
-    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut text).unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to overwrite.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `status` and `ru` are valid and writable; the pid is our child, not yet reaped
-    // (`Child` waits only when asked).
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    (code, text, ru.ru_maxrss as u64 * 1024) // kilobytes on Linux (getrusage(2))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(args);
+    let (out, rss) = output_with_peak_rss(&cmd);
+    (out.status.code(), output_text(&out), rss)
 }
 
 /// The MiB in "needs --memory NM at least", if the text has it.

@@ -4,15 +4,16 @@
 //!   dependency and is the same on every machine.
 //! * [`generate_npy`]: a `.npy` of f64 values in [0, 1) with NaNs at fixed places.
 //! * [`generate_records`]: newline-terminated text records with a planted pattern.
-//! * [`ldbc_properties`], [`assert_error`], [`output_text`]: what the CLI's black-box tests
-//!   share (reading an LDBC `.properties` file, checking a failed run).
+//! * [`ldbc_properties`], [`assert_error`], [`output_text`], [`output_with_peak_rss`]: what the
+//!   CLI's black-box tests share (reading an LDBC `.properties` file, checking a failed run,
+//!   a child's own peak RSS).
 //!
 //! The same seed gives the same bytes, always: tests and the demo may state exact answers.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): `next_u64` walks a Weyl sequence and mixes it.
@@ -108,6 +109,39 @@ pub fn output_text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// GNU time's line in a child's standard error: this prefix, then the peak RSS in KiB.
+const PEAK_MARK: &str = "sluice-testkit peak-rss-kib ";
+
+/// Runs `cmd` (program, arguments, directory and environment) under GNU time, `/usr/bin/time`,
+/// and returns its output, with GNU time's line taken out of the standard error, and the child's
+/// own peak RSS in bytes.
+///
+/// Not the `ru_maxrss` of `wait4(2)` or `getrusage(RUSAGE_CHILDREN)` for a child spawned here:
+/// at `exec` Linux folds the old address space's high-water mark into the new program's, and
+/// std spawns with `posix_spawn`, a vfork whose old address space is this process's, so a child
+/// of a test process that once held 477 MiB reads at least 477 MiB (CI, stop 20). GNU time
+/// forks its child from its own ~2 MiB. Panics if GNU time is missing (`apt-get install time`;
+/// `.ci/run` installs it).
+pub fn output_with_peak_rss(cmd: &Command) -> (Output, u64) {
+    let mut timed = Command::new("/usr/bin/time");
+    timed.args(["-f", &format!("{PEAK_MARK}%M")]).arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => timed.env(key, value),
+            None => timed.env_remove(key),
+        };
+    }
+    let mut out = timed.output().expect("run /usr/bin/time (GNU time: apt-get install time)");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let at = err.rfind(PEAK_MARK).unwrap_or_else(|| panic!("no GNU time line in: {err}"));
+    let kib: u64 = err[at + PEAK_MARK.len()..].trim().parse().expect("GNU time's %M");
+    out.stderr.truncate(at);
+    (out, kib * 1024)
+}
+
 /// Asserts that a run failed cleanly: exit status 2, no panic, and every one of `needles` in
 /// its standard error.
 #[track_caller]
@@ -123,6 +157,21 @@ pub fn assert_error(out: &Output, needles: &[&str]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_peak_rss_is_its_own_not_its_parents() {
+        // This process holds 256 MiB; the child reads a few bytes and exits.
+        let held = vec![1u8; 256 << 20];
+        let touched: u64 = held.iter().step_by(4096).map(|&b| u64::from(b)).sum();
+        assert_eq!(touched, (256 << 20) / 4096);
+        let (out, rss) =
+            output_with_peak_rss(Command::new("head").args(["-c", "3", "/proc/self/status"]));
+        assert!(out.status.success(), "{}", output_text(&out));
+        assert_eq!(out.stdout, b"Nam", "GNU time's line is not in stdout");
+        assert!(out.stderr.is_empty(), "GNU time's line is taken out: {}", output_text(&out));
+        assert!(rss > 0 && rss < 64 << 20, "peak RSS {rss} bytes: the parent's 256 MiB counted");
+        drop(held);
+    }
 
     #[test]
     fn splitmix_matches_the_reference_sequence() {
