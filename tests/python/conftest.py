@@ -18,6 +18,23 @@ REAL_GRAPHS = [
 ]
 
 
+def python_child(code, *args):
+    """A child Python running `code` with `args`, its stdout a text pipe, that takes Ctrl-C as
+    one started from a terminal does. A shell without job control starts background commands
+    with SIGINT ignored, that disposition survives `exec`, and Python installs no
+    KeyboardInterrupt handler over an ignored SIGINT: tests run as `scripts/test &` would see
+    every SIGINT ignored. The child starts with SIGINT at its default instead."""
+    import signal
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, args)],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
 def sluice_bin() -> str:
     path = os.environ.get("SLUICE_BIN") or str(ROOT / "target" / "release" / "sluice")
     if not os.path.exists(path):

@@ -8,12 +8,12 @@ Needs the package (`pip install ./crates/py`).
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
+
+from conftest import python_child
 
 sluice = pytest.importorskip("sluice", reason="skipping: install the package: pip install ./crates/py")
 
@@ -55,9 +55,7 @@ def scale22(tmp_path_factory):
 
 
 def test_sigint_raises_keyboard_interrupt_within_a_second(scale22):
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(scale22)], stdout=subprocess.PIPE, text=True
-    )
+    child = python_child(CHILD, scale22)
     try:
         assert child.stdout.readline().strip() == "ready"
         time.sleep(1.5)  # well inside the first iterations of the Rust loop
@@ -99,13 +97,14 @@ def test_sigint_during_import_leaves_no_scratch_and_no_half_store(tmp_path, requ
     edges = tmp_path / "k.bin"
     sluice.kronecker(edges, 21, edge_factor=16, seed=2)
     out = tmp_path / "k.grid"
-    child = subprocess.Popen(
-        [sys.executable, "-c", IMPORT_CHILD, str(edges), str(out)], stdout=subprocess.PIPE, text=True
-    )
+    child = python_child(IMPORT_CHILD, edges, out)
     try:
         assert child.stdout.readline().strip() == "ready"
         time.sleep(1.0)
         if child.poll() is not None:
+            said = child.stdout.read().strip()
+            # (this once hid a NameError in the child: every run skipped)
+            assert child.returncode == 0 and said == "finished", f"exit {child.returncode}: {said!r}"
             pytest.skip("the import finished before the signal")
         child.send_signal(signal.SIGINT)
         guard = threading.Timer(60, child.kill)
