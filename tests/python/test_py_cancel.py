@@ -52,6 +52,19 @@ def run_child(code, args, wait_for, grace=0.0, limit=60):
     return sent, before, after, child.returncode
 
 
+def assert_stopped(after, sent, rc):
+    """The child's first line after the signal is "interrupted CAUGHT THREADS_BEFORE
+    THREADS_AFTER CPU": KeyboardInterrupt within 1 s, as many threads as before the call, no CPU
+    burnt in the 0.5 s after it, and a clean exit."""
+    line = after[0].split() if after else []
+    assert line and line[0] == "interrupted", after
+    caught, before, threads, cpu = float(line[1]), int(line[2]), int(line[3]), float(line[4])
+    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
+    assert threads == before, f"{threads} threads after the interrupt, {before} before the call"
+    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
+    assert rc == 0
+
+
 PAGERANK_CHILD = r"""
 import os, sys, time
 import sluice
@@ -86,13 +99,7 @@ def test_sigint_stops_an_in_memory_pagerank_within_a_second(tmp_path_factory):
         sent, _, after, rc = run_child(PAGERANK_CHILD, [g.path], "ready", grace=1.5)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    line = after[0].split() if after else []
-    assert line and line[0] == "interrupted", after
-    caught, before, threads, cpu = float(line[1]), int(line[2]), int(line[3]), float(line[4])
-    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
-    assert threads == before, f"{threads} threads after the interrupt, {before} before the call"
-    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
-    assert rc == 0
+    assert_stopped(after, sent, rc)
 
 
 IMPORT_CHILD = r"""
@@ -302,10 +309,4 @@ def test_sigint_stops_in_memory_adjacency_passes_within_a_second(scale20, call, 
     if after and after[0].startswith("finished"):
         ran = float(after[0].split()[1]) - float(before[-1].split()[1])
         pytest.fail(f"{call} finished in {ran:.1f} s, before the signal: make the graph larger")
-    line = after[0].split() if after else []
-    assert line and line[0] == "interrupted", after
-    caught, threads_before, threads_after, cpu = float(line[1]), int(line[2]), int(line[3]), float(line[4])
-    assert caught - sent < 1.0, f"KeyboardInterrupt {caught - sent:.3f} s after SIGINT"
-    assert threads_after == threads_before, f"{threads_after} threads after, {threads_before} before"
-    assert cpu < 0.1, f"{cpu:.2f} s of CPU in the 0.5 s after the interrupt"
-    assert rc == 0
+    assert_stopped(after, sent, rc)
