@@ -6,7 +6,10 @@ of tests/python.
 """
 
 import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -121,3 +124,19 @@ def test_kernel_errors_name_the_file(tmp_path, cli):
     assert str(tmp_path / "missing.txt") in str(e.value)
     with pytest.raises(sluice.InputError, match="bad pattern"):
         sluice.grep("(", raw)
+
+
+def test_a_numpy_that_does_not_import_fails_the_import_of_sluice(tmp_path):
+    # Every call returns NumPy arrays: NumPy is imported with sluice, not by the first result
+    # (which charged a fresh process's first call ~70 ms, and failed a long run at its end).
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('numpy broken for this test')\n")
+    p = subprocess.run([sys.executable, "-c", "import sluice"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert p.returncode != 0
+    assert "ImportError: numpy broken for this test" in p.stderr, p.stderr
+    assert "Panic" not in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, "-c", "import sys, sluice; print('numpy' in sys.modules)"],
+                       capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "True"

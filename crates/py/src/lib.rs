@@ -21,7 +21,8 @@
 //! `*`: the modules with `unsafe` code, one `// SAFETY:` per block.
 //!
 //! Importing the module makes glibc's malloc use one arena for the whole process
-//! (`sluice_io::one_malloc_arena`), so runs stay within their memory budget.
+//! (`sluice_io::one_malloc_arena`), so runs stay within their memory budget, and imports NumPy's
+//! C API (so the first call does not pay for it, and a broken NumPy fails the import).
 
 #![deny(unsafe_code)]
 
@@ -46,6 +47,13 @@ fn sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // threads stay out of the next pass's reach (PageRank at memory="200M", scale 21: peak RSS
     // 252–298 MiB with per-thread arenas, 169–205 MiB with one; `sluice_io::sys` rule 5).
     sluice_io::one_malloc_arena();
+    // NumPy's C API now, not at the first result: every call returns arrays, and rust-numpy
+    // imports NumPy lazily, so a fresh process paid the ~70 ms import inside its first
+    // algorithm call (issue 14's overhead), and a missing or broken NumPy failed a long run
+    // only once it had its result. `import sluice` fails at once instead, with NumPy's
+    // ImportError (the C API lookup below would panic on a NumPy that does not import).
+    m.py().import("numpy")?;
+    numpy::PyArray1::<u8>::zeros(m.py(), 0, false);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("UNREACHED", sluice_graph::algo::bfs::UNREACHED)?;
     errors::register(m)?;
