@@ -271,8 +271,12 @@ fn import_into_a_locked_target_is_refused() {
     .unwrap();
     assert_eq!(line.trim(), "locked");
     let out = import(&input, &store, false).output().unwrap();
-    // The whole group: the shell and sleep inherited the locked descriptor.
-    let _ = Command::new("kill").args(["-KILL", &format!("-{}", holder.id())]).status();
+    // The whole group: the shell and sleep inherited the locked descriptor. `--` is needed:
+    // without it procps kill(1) takes `-PID` for something else, kills nothing, and the test
+    // waited out the 30 s sleep.
+    let group = format!("-{}", holder.id());
+    let killed = Command::new("kill").args(["-KILL", "--", &group]).status().unwrap();
+    assert!(killed.success(), "kill -KILL -- {group}: {killed}");
     holder.wait().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("another"), "{}", stderr(&out));
