@@ -22,7 +22,10 @@
 //!
 //! # Contract
 //! 1. [`Fft::process`] gives `numpy.fft.fft` (or `ifft`) of its input, within a relative L2
-//!    error of ~1e-15·log n, for every n = 2^k and valid p; p = 1 runs rustfft directly.
+//!    error of ~1e-15·log n, for every n = 2^k and valid p; p = 1 runs rustfft directly below
+//!    [`FOUR_STEP_MIN`]. From there on, for any p, the plan is the same algorithm with √n
+//!    virtual processes simulated by the p threads (`fourstep`), so every FFT it runs fits the
+//!    caches.
 //! 2. `n` must be a power of two ([`Error::NotPowerOfTwo`]); `p` a power of two with
 //!    p² ≤ n ([`Error::BadProcs`]); a plan never sees other shapes.
 //! 3. A plan runs its p processes on the threads backend: p threads (whatever the core count)
@@ -32,8 +35,8 @@
 //!    step 2 is done by reading and writing shared buffers between syncs, not by puts. The
 //!    same steps with puts run from inside any BSP section (MPI included) with [`fft_spmd`],
 //!    which takes and returns the distributed vectors.
-//! 4. A plan keeps its buffers between calls (p > 1: n values of lanes, and each process's
-//!    rustfft scratch and tile; large ones advised onto transparent huge pages, `huge`); it is
+//! 4. A plan keeps its buffers between calls (p > 1 or a four-step plan: n values of lanes,
+//!    and each process's rustfft scratch and tile; large ones advised onto transparent huge pages, `huge`); it is
 //!    `Sync`, and concurrent calls take turns.
 //! 5. [`file::fft_file`] reads a 1-D complex128 `.npy`, transforms it, and writes the result as a
 //!    `.npy` complex128 through [`sluice_io::OutputFile`] (never half a file); input, output and
@@ -44,6 +47,7 @@
 
 mod exchange;
 pub mod file;
+mod fourstep;
 mod huge;
 mod section;
 mod shared;
@@ -57,6 +61,7 @@ use rustfft::{Fft as RustFft, FftDirection, FftPlanner};
 pub use spmd::{LocalFft, fft_spmd};
 
 use crate::Error;
+use fourstep::FourStep;
 use section::Section;
 
 use spmd::Workspace;
@@ -106,6 +111,22 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
         p *= 2;
     }
     p
+}
+
+/// Smallest n planned as a four-step transform (`fourstep`): from here on the local FFTs of
+/// n/p values outgrow the caches. At 2^20 the two plans were level (p = 1 and p = 2); from
+/// 2^22 on the four-step was faster at both (its module docs give the figures).
+pub const FOUR_STEP_MIN: usize = 1 << 21;
+
+/// Whether [`Fft::new`] plans n values as a four-step transform (any p): n ≥
+/// [`FOUR_STEP_MIN`], unless `SLUICE_FFT_FOUR_STEP=0` (for benchmarks; `=1` forces it at every
+/// n).
+fn four_step(n: usize) -> bool {
+    match std::env::var("SLUICE_FFT_FOUR_STEP").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => n >= FOUR_STEP_MIN,
+    }
 }
 
 /// Largest n for which [`candidate_procs`] offers more than one p to [`fastest`]: below it the
@@ -189,6 +210,7 @@ struct State {
 enum Kind {
     Sequential { fft: Arc<dyn RustFft<f64>>, n: usize, direction: Direction },
     Parallel(LocalFft, Section),
+    FourStep(FourStep, Section),
 }
 
 impl std::fmt::Debug for Kind {
@@ -198,6 +220,7 @@ impl std::fmt::Debug for Kind {
                 write!(f, "Sequential {{ n: {n}, direction: {direction:?} }}")
             }
             Kind::Parallel(plan, _) => plan.fmt(f),
+            Kind::FourStep(plan, _) => plan.fmt(f),
         }
     }
 }
@@ -206,7 +229,9 @@ impl Fft {
     /// Plans a length-`n` transform on `p` processes (rule 2 says which are valid).
     pub fn new(n: usize, p: usize, direction: Direction) -> Result<Fft, Error> {
         check_shape(n, p)?;
-        let kind = if p == 1 {
+        let kind = if four_step(n) {
+            Kind::FourStep(FourStep::new(n, p, direction)?, Section::new(p)?)
+        } else if p == 1 {
             let dir = match direction {
                 Direction::Forward => FftDirection::Forward,
                 Direction::Inverse => FftDirection::Inverse,
@@ -233,6 +258,7 @@ impl Fft {
         match &self.kind {
             Kind::Sequential { n, .. } => *n,
             Kind::Parallel(plan, _) => plan.len(),
+            Kind::FourStep(plan, _) => plan.n,
         }
     }
 
@@ -246,6 +272,7 @@ impl Fft {
         match &self.kind {
             Kind::Sequential { .. } => 1,
             Kind::Parallel(plan, _) => plan.procs(),
+            Kind::FourStep(plan, _) => plan.p,
         }
     }
 
@@ -264,6 +291,7 @@ impl Fft {
             }
             Kind::Sequential { fft, .. } => fft.get_immutable_scratch_len(),
             Kind::Parallel(plan, _) => plan.len() + plan.procs() * plan.shared_workspace_len(),
+            Kind::FourStep(plan, _) => plan.n + plan.p * (plan.tile_len() + plan.scratch_len()),
         };
         (elems * std::mem::size_of::<Complex64>()) as u64
     }
@@ -309,6 +337,12 @@ impl Fft {
                 let _ = huge::reserve_huge(lanes, n);
                 lanes.resize(n, Complex64::default());
                 shared::run(plan, section, workspaces, lanes, input, output, cancel)
+            }
+            Kind::FourStep(plan, section) => {
+                // The lanes are the workspace `M`.
+                let _ = huge::reserve_huge(lanes, n);
+                lanes.resize(n, Complex64::default());
+                shared::run_four_step(plan, section, workspaces, lanes, input, output, cancel)
             }
         }
     }

@@ -49,10 +49,10 @@
 //! No module holds `unsafe` code (`#![deny(unsafe_code)]`) but the five marked `*`:
 //! `fft/exchange.rs`, which registers the FFT's buffers as BSP slots, `fft/shared.rs`, which
 //! lends disjoint parts of one buffer to the threads of a section, `fft/huge.rs`, which advises
-//! buffers onto huge pages, `dist/zero_copy.rs`, which registers the pool buffers grep's
-//! matches lie in, and `kmeans/simd.rs`, which
-//! calls the AVX2+FMA distance loop after a run-time CPU check (`#[allow(unsafe_code)]`, one
-//! `// SAFETY:` per block).
+//! buffers onto huge pages and gives the CPU memory hints (prefetch, non-temporal stores),
+//! `dist/zero_copy.rs`, which registers the pool buffers grep's matches lie in, and
+//! `kmeans/simd.rs`, which calls the AVX2+FMA distance loop after a run-time CPU check
+//! (`#[allow(unsafe_code)]`, one `// SAFETY:` per block).
 //!
 //! ```text
 //! stats.rs             the stats pass: contract, stats()
@@ -86,7 +86,8 @@
 //!   fft/spmd.rs        one process's steps; LocalFft and fft_spmd for running BSP programs
 //!   fft/exchange.rs*   the one redistribution superstep (registers buffers: unsafe)
 //!   fft/shared.rs*     Fft::process with p > 1: the steps on memory the p threads share
-//!   fft/huge.rs*       large buffers advised onto transparent huge pages (madvise)
+//!   fft/fourstep.rs    n ≥ 2^21: √n virtual processes on the p threads, cache-sized FFTs
+//!   fft/huge.rs*       huge pages for large buffers (madvise); prefetch, non-temporal stores
 //!   fft/section.rs     the kept BSP section: p threads that hook a fresh section per call
 //!   fft/twiddle.rs     twiddle factors from two √n tables
 //!   fft/file.rs        complex128 .npy in and out; fft_file

@@ -2,7 +2,9 @@
 //! the FFT's large buffers: its passes stride across the whole vector, and with 4 KiB pages
 //! nearly every strided access of a large transform misses the TLB.
 //!
-//! The only `unsafe` code here is the `madvise` call, a hint that changes no byte.
+//! The only `unsafe` code here is the `madvise` call and the prefetch instruction of
+//! [`prefetch`], hints that change no byte, and the non-temporal stores of [`stream_fill`]
+//! with their fence.
 //!
 //! # Contract
 //! 1. [`reserve_huge`] makes `v` able to hold `n` values; when it has to allocate, the 2 MiB
@@ -51,6 +53,63 @@ fn advise(v: &mut Vec<Complex64>) {
     };
     #[cfg(not(target_os = "linux"))]
     let _ = len;
+}
+
+/// Asks the CPU to bring the cache line of `v[i]` into its caches ahead of a strided read that
+/// the hardware prefetchers do not follow (`fourstep`). A hint: it changes no byte, and does
+/// nothing where `i` is out of range or the CPU is not x86-64.
+#[inline(always)]
+pub(super) fn prefetch(v: &[Complex64], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = v.get(i) {
+        // SAFETY: the address is that of a live reference; PREFETCHT0 (SSE, on every x86-64)
+        // never faults and writes nothing.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                std::ptr::from_ref(x).cast(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
+
+/// `dst[i] = f(i)` for every i, with non-temporal stores where the slice is 16-byte aligned on
+/// x86-64: each value goes to memory without the cache line being read first or kept, for a
+/// scatter whose lines are written whole and not read again soon (`fourstep`). Call
+/// [`stream_fence`] before other threads read what was written.
+#[inline(always)]
+pub(super) fn stream_fill(dst: &mut [Complex64], mut f: impl FnMut(usize) -> Complex64) {
+    #[cfg(target_arch = "x86_64")]
+    if dst.as_ptr().align_offset(16) == 0 {
+        use std::arch::x86_64::{_mm_set_pd, _mm_stream_pd};
+        for (i, d) in dst.iter_mut().enumerate() {
+            let v = f(i);
+            // SAFETY: `d` is a live `&mut` to 16 bytes, 16-byte aligned (the slice starts
+            // aligned and every element is 16 bytes); MOVNTPD (SSE2, on every x86-64) writes
+            // exactly those bytes, the real part first as in `Complex64`'s layout.
+            #[allow(unused_unsafe)]
+            unsafe {
+                _mm_stream_pd(std::ptr::from_mut(d).cast(), _mm_set_pd(v.im, v.re));
+            }
+        }
+        return;
+    }
+    for (i, d) in dst.iter_mut().enumerate() {
+        *d = f(i);
+    }
+}
+
+/// Orders this thread's non-temporal stores ([`stream_fill`]) before its later stores (a BSP
+/// sync's included): SFENCE on x86-64, nothing elsewhere.
+pub(super) fn stream_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SFENCE (SSE, on every x86-64) only orders stores.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
+    }
 }
 
 #[cfg(test)]

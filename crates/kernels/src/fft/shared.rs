@@ -44,6 +44,7 @@ use std::sync::atomic::AtomicBool;
 use rustfft::num_complex::Complex64;
 
 use super::Share;
+use super::fourstep::FourStep;
 use super::section::Section;
 use super::spmd::{LocalFft, TILE, Workspace, check_cancel};
 use crate::Error;
@@ -121,6 +122,63 @@ pub(super) fn run(
     }
 }
 
+/// The two supersteps of a four-step plan (`fourstep`) on the section's p threads: thread s
+/// writes its rows of the workspace `m` (n values), then, after a sync, reads all of `m` and
+/// writes its column block of every output row (`fourstep` rule 2). Errors as rule 2.
+pub(super) fn run_four_step(
+    plan: &FourStep,
+    section: &Section,
+    bufs: &mut [Workspace],
+    m: &mut [Complex64],
+    input: &[Complex64],
+    output: &mut [Complex64],
+    cancel: Option<&AtomicBool>,
+) -> Result<(), Error> {
+    let (n, p) = (plan.n, plan.p);
+    let (n1, n2) = plan.shape();
+    assert!(input.len() == n && output.len() == n && m.len() == n && bufs.len() == p);
+    let cells: Vec<Mutex<Share<'_>>> =
+        bufs.iter_mut().map(|ws| Mutex::new((ws, Vec::new(), None))).collect();
+    let (mv, out) = (View::new(m), View::new(output));
+    let ran = section.run(|ctx, s| {
+        let s = s as usize;
+        let mut cell = cells[s].lock().unwrap_or_else(|e| e.into_inner());
+        let (ws, _, result) = &mut *cell;
+        let mut steps = || -> Result<(), Error> {
+            let (procs, cols) = plan.share(s);
+            let (tile, scratch) = ws.tile_and_scratch(plan.tile_len(), plan.scratch_len());
+            {
+                // SAFETY: (rule 3) process s takes rows `procs` of `m`; the shares of different
+                // s are disjoint (`fourstep` rule 2), and the part is dropped before the sync.
+                let rows = unsafe { mv.part(procs.start * n2, procs.len() * n2) };
+                plan.rows(input, procs, rows, tile, scratch);
+            }
+            check_cancel(cancel)?;
+            ctx.sync()?;
+            // SAFETY: (rule 3) in this superstep no process holds a part of `m`: all only read it.
+            let all = unsafe { mv.whole() };
+            let mut rows = Vec::with_capacity(n1);
+            for k2 in 0..n1 {
+                // SAFETY: (rule 3) process s takes columns `cols` of each output row k2; the
+                // column blocks of different s are disjoint (`fourstep` rule 2), and all are
+                // dropped when this closure returns, before the section ends.
+                rows.push(unsafe { out.part(k2 * n2 + cols.start, cols.len()) });
+            }
+            plan.cols(all, cols, &mut rows, tile, scratch);
+            Ok(())
+        };
+        if let Err(e) = steps() {
+            *result = Some(e);
+        }
+    });
+    let own = cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
+    match (own, ran) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e.into()),
+        (None, Ok(())) => Ok(()),
+    }
+}
+
 /// `dst[t][l] = src[t + p·l]`: the p-way deinterleave of one process's contiguous part, in
 /// blocks of `ROWS` rows so each input line is read from memory once.
 fn gather(src: &[Complex64], dst: &mut [&mut [Complex64]]) {
@@ -174,5 +232,16 @@ impl<'a> View<'a> {
         // is alive and unaliased outside the section); the caller promises no other part
         // overlaps it (rule 3).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+
+    /// The whole buffer, read-only.
+    ///
+    /// # Safety
+    /// Rule 3: no part of this view is live on any process before the section's next `sync`
+    /// (every process only reads it), and the slice is dropped before that `sync`.
+    unsafe fn whole(&self) -> &[Complex64] {
+        // SAFETY: the buffer is alive and borrowed for `'a` (`new`); the caller promises that
+        // nothing writes it while this slice lives (rule 3).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }

@@ -75,6 +75,17 @@ impl Workspace {
         &mut self.tile[..len]
     }
 
+    /// The tile (`tile` values) and the scratch (`scratch` values) together.
+    pub(super) fn tile_and_scratch(
+        &mut self,
+        tile: usize,
+        scratch: usize,
+    ) -> (&mut [Complex64], &mut [Complex64]) {
+        self.tile_mut(tile);
+        self.scratch_mut(scratch);
+        (&mut self.tile[..tile], &mut self.scratch[..scratch])
+    }
+
     /// The scratch buffer, at least `len` long.
     pub(super) fn scratch_mut(&mut self, len: usize) -> &mut [Complex64] {
         // A failure shows in `resize` below, as without the advice.

@@ -144,3 +144,27 @@ fn rule6_candidates_are_valid_and_the_fastest_is_one_of_them() {
     // What a probe leaves in `output` is the transform (every candidate computes it).
     assert!(rel_l2(&out, &naive(&x, Direction::Forward)) < 1e-12);
 }
+
+#[test]
+fn four_step_matches_a_naive_dft_for_every_valid_p() {
+    for k in 0..=11 {
+        let n = 1usize << k;
+        let x = random(n, 100 + k as u64);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let want = naive(&x, direction);
+            let mut p = 1;
+            while p * p <= n {
+                let plan = fourstep::FourStep::new(n, p, direction).unwrap();
+                let section = section::Section::new(p).unwrap();
+                let mut bufs: Vec<spmd::Workspace> = (0..p).map(|_| Default::default()).collect();
+                let (mut m, mut got) =
+                    (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+                shared::run_four_step(&plan, &section, &mut bufs, &mut m, &x, &mut got, None)
+                    .unwrap();
+                let err = rel_l2(&got, &want);
+                assert!(err < 1e-12, "n {n} p {p} {direction:?}: relative L2 error {err}");
+                p *= 2;
+            }
+        }
+    }
+}

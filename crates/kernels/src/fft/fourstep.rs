@@ -1,0 +1,229 @@
+//! The BSP FFT of `fft`'s module docs with many more processes than threads, for vectors larger
+//! than the caches: n = n1·n2 with n1 = 2^⌊k/2⌋ *virtual* processes, each holding
+//! x_s[l] = x[s + n1·l] (the cyclic distribution, l < n2), simulated by the p threads of a
+//! section, n1/p each. The algorithm is the same: local FFTs of length n2, twiddles
+//! ω_n^{s·k1}, FFTs of length n1 across processes, with
+//!
+//! y[k1 + n2·k2] = Σ_s ω_{n1}^{s·k2} · ω_n^{s·k1} · (Σ_l x_s[l] ω_{n2}^{l·k1}).
+//!
+//! Why: with p = 2 real processes each local FFT has length n/2, which at n = 2^26 is 512 MiB;
+//! rustfft then makes several passes over main memory. Here every FFT is at most √(2n) long
+//! (n = 2^26: 2^13 values, 128 KiB), in cache, and the data crosses memory twice.
+//!
+//! 1. Superstep 1 ([`FourStep::rows`]): a tile of virtual processes at a time (1 MiB of
+//!    values, `TILE_VALUES`): their values read from the input (that many adjacent values per
+//!    row of it, the rows ahead prefetched) into the tile's rows, each row transformed in
+//!    place, twiddled and written to row s of the workspace `M` (n values) with non-temporal
+//!    stores.
+//! 2. A sync.
+//! 3. Superstep 2 ([`FourStep::cols`]): a tile of columns k1 of `M` at a time, gathered into
+//!    vectors of n1, each transformed, and written to y[k1 + n2·k2] (adjacent outputs per k2,
+//!    non-temporal), scaled by 1/n for the inverse.
+//!
+//! Measured (`bench/kernels/fft`'s inputs, p = 2, the median time per call against FFTW's in
+//! the same rounds, 5 rounds, load 1.7–1.9): the four-step against the plan of `shared::run`
+//! 1.42 vs 1.11 × FFTW at n = 2^22, 1.26 vs 1.13 at 2^24, 1.00 vs 0.86 at 2^26; at 2^20 both
+//! 1.19. `SLUICE_FFT_FOUR_STEP=0` turns it off, for a comparison.
+//!
+//! # Contract
+//! 1. The result is `fft`'s rule 1 (`numpy.fft.fft` or `ifft`) for every n = 2^k and p a
+//!    power of two with p² ≤ n (`fft`'s rule 2); the error is that of two rustfft transforms
+//!    and one twiddle (a product of two table entries, `twiddle` rule 1) per value.
+//! 2. Thread t of p takes virtual processes t·n1/p..(t+1)·n1/p in superstep 1 and columns
+//!    t·n2/p..(t+1)·n2/p in superstep 2: disjoint rows of `M`, then disjoint column blocks of
+//!    every output row (`shared::run_four_step` hands them out).
+//! 3. Workspace: `M` (n values, the plan's `lanes`), and per thread one tile and one rustfft
+//!    scratch ([`FourStep::tile_len`], [`FourStep::scratch_len`]).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use rustfft::num_complex::Complex64;
+use rustfft::{Fft as RustFft, FftDirection, FftPlanner};
+
+use super::huge::{prefetch, stream_fence, stream_fill};
+use super::twiddle::Twiddles;
+use super::{Direction, check_shape};
+use crate::Error;
+
+/// Values per tile (1 MiB, the L2 cache of this project's machines): `TILE_VALUES / n2`
+/// virtual processes per tile of superstep 1 and `TILE_VALUES / n1` columns per tile of
+/// superstep 2, within [`MIN_ROWS`, `MAX_ROWS`]. Tiles of 1 MiB gave the best times, against
+/// FFTW side by side, at n = 2^22, 2^24 and 2^26 (rows of 8 to 32 values: 128 to 512 bytes per
+/// strided read).
+const TILE_VALUES: usize = 1 << 16;
+const MIN_ROWS: usize = 4;
+const MAX_ROWS: usize = 32;
+
+/// Rows ahead of a strided gather whose cache lines are prefetched (the hardware prefetchers
+/// do not follow strides of n1 or n2 values).
+const AHEAD: usize = 8;
+
+/// Values between the rows of a tile beyond their length: n1 and n2 are powers of two, and rows
+/// that far apart would share the same cache sets, so that the rows of a tile written together
+/// in a gather evict each other.
+const PAD: usize = 4;
+
+/// A four-step plan (see the module docs).
+#[derive(Clone)]
+pub(super) struct FourStep {
+    pub(super) n: usize,
+    pub(super) p: usize,
+    n1: usize,
+    n2: usize,
+    /// Virtual processes per tile of superstep 1, and columns per tile of superstep 2
+    /// (`TILE_VALUES`; fewer for a small n1/p or n2/p).
+    group: usize,
+    width: usize,
+    direction: Direction,
+    /// Length n2, and length n1.
+    fft_rows: Arc<dyn RustFft<f64>>,
+    fft_cols: Arc<dyn RustFft<f64>>,
+    twiddles: Twiddles,
+}
+
+impl std::fmt::Debug for FourStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FourStep")
+            .field("n", &self.n)
+            .field("p", &self.p)
+            .field("n1", &self.n1)
+            .field("n2", &self.n2)
+            .field("direction", &self.direction)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FourStep {
+    /// The plan of a length-`n` transform on `p` threads (`fft`'s rule 2).
+    pub(super) fn new(n: usize, p: usize, direction: Direction) -> Result<FourStep, Error> {
+        check_shape(n, p)?;
+        let n1 = 1usize << (n.trailing_zeros() / 2);
+        let n2 = n / n1;
+        // p² ≤ n and n1 ≤ n2 < 2·n1 give p ≤ n1 and p ≤ n2.
+        let dir = match direction {
+            Direction::Forward => FftDirection::Forward,
+            Direction::Inverse => FftDirection::Inverse,
+        };
+        let mut planner = FftPlanner::new();
+        Ok(FourStep {
+            n,
+            p,
+            n1,
+            n2,
+            group: (TILE_VALUES / n2).clamp(MIN_ROWS, MAX_ROWS).min(n1 / p),
+            width: (TILE_VALUES / n1).clamp(MIN_ROWS, MAX_ROWS).min(n2 / p),
+            direction,
+            fft_rows: planner.plan_fft(n2, dir),
+            fft_cols: planner.plan_fft(n1, dir),
+            twiddles: Twiddles::new(n, direction.sign()),
+        })
+    }
+
+    /// Values of one thread's tile.
+    pub(super) fn tile_len(&self) -> usize {
+        (self.group * (self.n2 + PAD)).max(self.width * (self.n1 + PAD))
+    }
+
+    /// Values of one thread's rustfft scratch.
+    pub(super) fn scratch_len(&self) -> usize {
+        self.fft_rows.get_inplace_scratch_len().max(self.fft_cols.get_inplace_scratch_len())
+    }
+
+    /// Thread `t`'s virtual processes (superstep 1) and columns (superstep 2) (rule 2).
+    pub(super) fn share(&self, t: usize) -> (Range<usize>, Range<usize>) {
+        let (a, b) = (self.n1 / self.p, self.n2 / self.p);
+        (t * a..(t + 1) * a, t * b..(t + 1) * b)
+    }
+
+    /// The number of virtual processes n1 (rows of `M`) and the local length n2.
+    pub(super) fn shape(&self) -> (usize, usize) {
+        (self.n1, self.n2)
+    }
+
+    /// Superstep 1 for virtual processes `procs`: `m` is their rows of `M` (`procs.len()·n2`
+    /// values), `tile` and `scratch` as long as [`FourStep::tile_len`] and
+    /// [`FourStep::scratch_len`].
+    pub(super) fn rows(
+        &self,
+        input: &[Complex64],
+        procs: Range<usize>,
+        m: &mut [Complex64],
+        tile: &mut [Complex64],
+        scratch: &mut [Complex64],
+    ) {
+        let (n1, n2, g) = (self.n1, self.n2, self.group);
+        let st = n2 + PAD;
+        let tile = &mut tile[..g * st];
+        for s0 in procs.clone().step_by(g) {
+            // Row r of the tile is x_{s0 + r}: one pass down the input, g values per row of it.
+            for l in 0..n2 {
+                // The row AHEAD rows on, one cache line (4 values) at a time.
+                let ahead = s0 + n1 * (l + AHEAD);
+                for i in (0..g).step_by(4) {
+                    prefetch(input, ahead + i);
+                }
+                let src = &input[s0 + n1 * l..s0 + n1 * l + g];
+                for (r, &v) in src.iter().enumerate() {
+                    tile[r * st + l] = v;
+                }
+            }
+            for row in tile.chunks_exact_mut(st) {
+                self.fft_rows.process_with_scratch(&mut row[..n2], scratch);
+            }
+            for (r, row) in tile.chunks_exact(st).enumerate() {
+                let (s, row) = (s0 + r, &row[..n2]);
+                let dst = &mut m[(s - procs.start) * n2..(s - procs.start + 1) * n2];
+                // s·k1 ≤ (n1 − 1)(n2 − 1) < n.
+                stream_fill(dst, |k1| row[k1] * self.twiddles.get(s * k1));
+            }
+        }
+        stream_fence();
+    }
+
+    /// Superstep 2 for columns `cols` of `M` (all of it, `m`): `out[k2]` is output row k2's
+    /// values k1 in `cols` (y[n2·k2 + k1], `cols.len()` values each, n1 rows).
+    pub(super) fn cols(
+        &self,
+        m: &[Complex64],
+        cols: Range<usize>,
+        out: &mut [&mut [Complex64]],
+        tile: &mut [Complex64],
+        scratch: &mut [Complex64],
+    ) {
+        let (n1, n2, w) = (self.n1, self.n2, self.width);
+        let st = n1 + PAD;
+        let tile = &mut tile[..w * st];
+        let scale = match self.direction {
+            Direction::Forward => None,
+            Direction::Inverse => Some(1.0 / self.n as f64),
+        };
+        for c0 in cols.clone().step_by(w) {
+            // Vector c of the tile is column c0 + c of `M`: w values per row of it.
+            for s in 0..n1 {
+                let ahead = (s + AHEAD) * n2 + c0;
+                for i in (0..w).step_by(4) {
+                    prefetch(m, ahead + i);
+                }
+                let src = &m[s * n2 + c0..s * n2 + c0 + w];
+                for (c, &v) in src.iter().enumerate() {
+                    tile[c * st + s] = v;
+                }
+            }
+            for col in tile.chunks_exact_mut(st) {
+                self.fft_cols.process_with_scratch(&mut col[..n1], scratch);
+            }
+            let at = c0 - cols.start;
+            for (k2, row) in out.iter_mut().enumerate() {
+                stream_fill(&mut row[at..at + w], |c| {
+                    let v = tile[c * st + k2];
+                    match scale {
+                        Some(f) => v * f,
+                        None => v,
+                    }
+                });
+            }
+        }
+        stream_fence();
+    }
+}
