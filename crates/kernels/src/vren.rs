@@ -26,8 +26,10 @@
 //! 6. **Streaming.** The pass reads the volume once, as records of one row (X voxels). Each
 //!    block of rows yields a [`Slab`]: its rays composited through the block, or — where that
 //!    partial image would be larger than the block (a block inside one slice, along z) — the
-//!    block's bytes. The fold lays the slabs onto the image in stream order, over the rayon pool.
-//!    The image and the transfer table are reserved from the budget. A slab is never larger
+//!    block's bytes. The fold lays the slabs onto the image in stream order, over the rayon pool;
+//!    slabs of bytes it keeps until they hold several slices (up to 32 MiB, and a quarter of
+//!    the budget left), then lays them together, image row by image row (`Canvas::with_batch`).
+//!    The image, the transfer table and those slabs are reserved from the budget. A slab is never larger
 //!    than its block, so the slabs waiting in the pipeline's reorder window take at most as
 //!    much memory as that window's blocks (sluice-io does not yet say how many that is, so they
 //!    are not reserved separately). The result does not depend on the block size, the
@@ -140,16 +142,24 @@ pub fn render(
     let _canvas = budget.reserve("the image", image_bytes)?;
     let _lut = budget.reserve("the transfer table", Lut::bytes_for(scalar))?;
     let kernel = VrenKernel { geometry, mode: config.mode, scalar, lut: Lut::new(&tf, scalar) };
-    let mut canvas = Canvas::new(&kernel);
+    // Slices laid together (`Canvas::with_batch`), within a quarter of what the budget has left.
+    let batch = (budget.available() / 4).min(BATCH_BYTES);
+    let _batch = budget.reserve("the slabs laid together", batch)?;
+    let mut canvas = Canvas::new(&kernel).with_batch(batch as usize);
     let row = NonZeroUsize::new(volume.row_bytes() as usize).expect("shape checked positive");
     let mut plan = Plan::new(RecordLayout::Fixed(row));
     plan.push_extent(path, volume.data_offset, volume.data_len())?;
     let run = pipeline.run_ordered(&plan, &kernel, |slab| canvas.add(&kernel, slab))?;
-    let image = image::to_rgb(&canvas.pixels, width, height, config.mode, &tf);
+    let pixels = canvas.finish(&kernel);
+    let image = image::to_rgb(&pixels, width, height, config.mode, &tf);
     let image = finish_image(image, config);
     let report = report(path, &volume, config, (config.axis.name(), &image), run);
     Ok((image, report))
 }
+
+/// Bytes of slabs along z the fold lays together, at most (rule 6): 32 MiB, 8 slices of a
+/// 2048 × 2048 u8 volume.
+const BATCH_BYTES: u64 = 32 << 20;
 
 /// Rule 5.
 fn finish_image(image: RgbImage, config: &VrenConfig) -> RgbImage {

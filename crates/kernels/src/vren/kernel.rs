@@ -345,19 +345,54 @@ const FOLD_CHUNK: usize = 1 << 14;
 /// The image being built: every slab laid in stream order.
 #[derive(Debug)]
 pub struct Canvas {
-    /// One accumulator per pixel, row-major.
+    /// One accumulator per pixel, row-major: complete once [`Canvas::finish`] ran.
     pub pixels: Vec<Px>,
+    /// Slabs of rows inside one slice along z, in stream order, not yet laid.
+    pending: Vec<Slab>,
+    pending_bytes: usize,
+    /// Bytes of such slabs laid together ([`Canvas::with_batch`]).
+    batch: usize,
 }
 
 impl Canvas {
     /// An empty canvas for `kernel`'s image.
     pub fn new(kernel: &VrenKernel) -> Canvas {
-        Canvas { pixels: vec![empty(kernel.mode); kernel.geometry.pixels()] }
+        Canvas {
+            pixels: vec![empty(kernel.mode); kernel.geometry.pixels()],
+            pending: Vec::new(),
+            pending_bytes: 0,
+            batch: 0,
+        }
+    }
+
+    /// The same canvas keeping slabs of rows along z until they hold `bytes` (several slices),
+    /// then laying them together: each image row then takes the samples of all of them while
+    /// it is in cache, where one slice at a time streams the whole image through memory once
+    /// per slice (the image's accumulators are 16 bytes per pixel, the slice's voxels 1–4).
+    /// The order of the samples at every pixel is the same, so the image is the same bits.
+    pub fn with_batch(mut self, bytes: usize) -> Canvas {
+        self.batch = bytes;
+        self
     }
 
     /// Lays `slab`, the next in stream order, behind everything laid so far. Large slabs are
     /// split over the rayon pool by pixel (pixels are independent; each keeps its order).
     pub fn add(&mut self, kernel: &VrenKernel, slab: Slab) {
+        let g = &kernel.geometry;
+        let row_bytes = g.shape[0] * kernel.scalar.size();
+        if let SlabBody::Rows(bytes) = &slab.body {
+            let rows = bytes.len() / row_bytes;
+            if g.axis == Axis::Z && rows > 1 && rows <= g.shape[1] {
+                // Each row has its own image row.
+                self.pending_bytes += bytes.len();
+                self.pending.push(slab);
+                if self.pending_bytes >= self.batch {
+                    self.flush(kernel);
+                }
+                return;
+            }
+        }
+        self.flush(kernel);
         let n = self.pixels.len();
         let mode = kernel.mode;
         match slab.body {
@@ -385,26 +420,37 @@ impl Canvas {
                         .for_each(merge);
                 }
             }
-            SlabBody::Rows(bytes) => {
-                let g = &kernel.geometry;
-                let row_bytes = g.shape[0] * kernel.scalar.size();
-                let rows = bytes.len() / row_bytes;
-                if g.axis == Axis::Z && rows > 1 && rows <= g.shape[1] {
-                    // Each row has its own image row: lay them in parallel.
-                    let (x, y) = (g.shape[0], g.shape[1]);
-                    let y0 = slab.r0 % y;
-                    self.pixels.par_chunks_mut(x).enumerate().for_each(|(row_y, dest)| {
-                        let i = (row_y + y - y0) % y;
-                        if i < rows {
-                            let r = slab.r0 + i;
-                            let row = &bytes[i * row_bytes..(i + 1) * row_bytes];
-                            lay(kernel, row, r, g.row_pixel(r), dest);
-                        }
-                    });
-                } else {
-                    lay(kernel, &bytes, slab.r0, 0, &mut self.pixels);
+            SlabBody::Rows(bytes) => lay(kernel, &bytes, slab.r0, 0, &mut self.pixels),
+        }
+    }
+
+    /// Lays the pending slabs of rows along z: image rows in parallel, each taking its row of
+    /// every pending slab in stream order.
+    fn flush(&mut self, kernel: &VrenKernel) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let g = &kernel.geometry;
+        let (x, y) = (g.shape[0], g.shape[1]);
+        let row_bytes = x * kernel.scalar.size();
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        self.pixels.par_chunks_mut(x).enumerate().for_each(|(row_y, dest)| {
+            for slab in &pending {
+                let SlabBody::Rows(bytes) = &slab.body else { continue };
+                let i = (row_y + y - slab.r0 % y) % y;
+                if i < bytes.len() / row_bytes {
+                    let r = slab.r0 + i;
+                    let row = &bytes[i * row_bytes..(i + 1) * row_bytes];
+                    lay(kernel, row, r, g.row_pixel(r), dest);
                 }
             }
-        }
+        });
+    }
+
+    /// The image, once every slab is laid.
+    pub fn finish(mut self, kernel: &VrenKernel) -> Vec<Px> {
+        self.flush(kernel);
+        self.pixels
     }
 }
