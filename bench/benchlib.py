@@ -38,10 +38,15 @@ def log(msg: str) -> None:
 
 def common_args(description: str, default_gib: float, quick_gib: float) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--quick", action="store_true",
-                   help=f"smaller input ({quick_gib:g} GiB instead of {default_gib:g} GiB), under 10 minutes")
-    p.add_argument("--size", type=str, default=None,
-                   help="input size (bytes, or 512M, 4G ...); overrides the --quick default")
+    if default_gib > 0:
+        p.add_argument("--quick", action="store_true",
+                       help=f"smaller input ({quick_gib:g} GiB instead of {default_gib:g} GiB), under 10 minutes")
+        p.add_argument("--size", type=str, default=None,
+                       help="input size (bytes, or 512M, 4G ...); overrides the --quick default")
+    else:
+        # Scripts whose inputs are not one sized file (k-means, FFT) say what --quick does.
+        p.add_argument("--quick", action="store_true", help="the short run, under 10 minutes")
+        p.set_defaults(size=None)
     p.add_argument("--reps", type=int, default=7, help="paired repetitions (default 7)")
     p.add_argument("--sluice", type=Path, default=None,
                    help="sluice binary [default: $CARGO_TARGET_DIR or target/, release/sluice; built if missing]")
