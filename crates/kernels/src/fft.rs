@@ -185,10 +185,6 @@ pub fn fastest(
 /// 62–180 ms (3 of 3 pairs).
 const COPY_MAX: usize = 1 << 16;
 
-/// What process s of [`Fft::process`] takes: its workspace, its chunks of the output, and where
-/// it leaves its error.
-type Share<'a> = (&'a mut Workspace, Vec<&'a mut [Complex64]>, Option<Error>);
-
 /// A transform of one length on one process count, ready to run many times (rule 4).
 #[derive(Debug)]
 pub struct Fft {

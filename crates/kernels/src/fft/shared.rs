@@ -43,7 +43,6 @@ use std::sync::atomic::AtomicBool;
 
 use rustfft::num_complex::Complex64;
 
-use super::Share;
 use super::fourstep::FourStep;
 use super::section::Section;
 use super::spmd::{LocalFft, TILE, Workspace, check_cancel};
@@ -66,60 +65,43 @@ pub(super) fn run(
     let (n, p) = (plan.n, plan.p);
     let (m, b) = (n / p, n / p / p);
     assert!(input.len() == n && output.len() == n && lanes.len() == n && bufs.len() == p);
-    let cells: Vec<Mutex<Share<'_>>> =
-        bufs.iter_mut().map(|ws| Mutex::new((ws, Vec::new(), None))).collect();
     let (lanes, out) = (View::new(lanes), View::new(output));
-    let ran = section.run(|ctx, s| {
-        let s = s as usize;
-        let mut cell = cells[s].lock().unwrap_or_else(|e| e.into_inner());
-        let (ws, _, result) = &mut *cell;
-        let mut steps = || -> Result<(), Error> {
-            ws.scratch_mut(plan.scratch_len());
-            ws.tile_mut(TILE * p);
-            // Superstep 1: deal x[s·m..(s+1)·m] out to the lanes.
-            {
-                let mut dst = Vec::with_capacity(p);
-                for t in 0..p {
-                    // SAFETY: (rule 3) process s takes values s·b..(s+1)·b of each lane t; these
-                    // p·p ranges are disjoint across t and s, and dropped before the sync.
-                    dst.push(unsafe { lanes.part(t * m + s * b, b) });
-                }
-                gather(&input[s * m..(s + 1) * m], &mut dst);
+    on_each(section, bufs, |ctx, s, ws| {
+        ws.scratch_mut(plan.scratch_len());
+        ws.tile_mut(TILE * p);
+        // Superstep 1: deal x[s·m..(s+1)·m] out to the lanes.
+        {
+            let mut dst = Vec::with_capacity(p);
+            for t in 0..p {
+                // SAFETY: (rule 3) process s takes values s·b..(s+1)·b of each lane t; these
+                // p·p ranges are disjoint across t and s, and dropped before the sync.
+                dst.push(unsafe { lanes.part(t * m + s * b, b) });
             }
-            check_cancel(cancel)?;
-            ctx.sync()?;
-            // Superstep 2: output row s = FFT_m(lane s).
-            {
-                // SAFETY: (rule 3) process s takes lane s and output row s whole; rows of
-                // different s are disjoint, and both are dropped before the sync.
-                let (lane, row) = unsafe { (lanes.part(s * m, m), out.part(s * m, m)) };
-                let scratch = ws.scratch_mut(plan.scratch_len());
-                plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
-            }
-            check_cancel(cancel)?;
-            ctx.sync()?;
-            // Superstep 3: column block s of every row, in place.
-            let mut cols = Vec::with_capacity(p);
-            for r in 0..p {
-                // SAFETY: (rule 3) process s takes columns s·b..(s+1)·b of each output row r;
-                // blocks of different s are disjoint, and all are dropped when this closure
-                // returns, before the section ends.
-                cols.push(unsafe { out.part(r * m + s * b, b) });
-            }
-            plan.combine_in_place(s * b, &mut cols, ws.tile_mut(TILE * p));
-            Ok(())
-        };
-        if let Err(e) = steps() {
-            *result = Some(e);
+            gather(&input[s * m..(s + 1) * m], &mut dst);
         }
-    });
-    // A process's own error says more than the `PeerFailed` its peers then see.
-    let own = cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
-    match (own, ran) {
-        (Some(e), _) => Err(e),
-        (None, Err(e)) => Err(e.into()),
-        (None, Ok(())) => Ok(()),
-    }
+        check_cancel(cancel)?;
+        ctx.sync()?;
+        // Superstep 2: output row s = FFT_m(lane s).
+        {
+            // SAFETY: (rule 3) process s takes lane s and output row s whole; rows of
+            // different s are disjoint, and both are dropped before the sync.
+            let (lane, row) = unsafe { (lanes.part(s * m, m), out.part(s * m, m)) };
+            let scratch = ws.scratch_mut(plan.scratch_len());
+            plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
+        }
+        check_cancel(cancel)?;
+        ctx.sync()?;
+        // Superstep 3: column block s of every row, in place.
+        let mut cols = Vec::with_capacity(p);
+        for r in 0..p {
+            // SAFETY: (rule 3) process s takes columns s·b..(s+1)·b of each output row r;
+            // blocks of different s are disjoint, and all are dropped when this closure
+            // returns, before the section ends.
+            cols.push(unsafe { out.part(r * m + s * b, b) });
+        }
+        plan.combine_in_place(s * b, &mut cols, ws.tile_mut(TILE * p));
+        Ok(())
+    })
 }
 
 /// The two supersteps of a four-step plan (`fourstep`) on the section's p threads: thread s
@@ -137,41 +119,53 @@ pub(super) fn run_four_step(
     let (n, p) = (plan.n, plan.p);
     let (n1, n2) = plan.shape();
     assert!(input.len() == n && output.len() == n && m.len() == n && bufs.len() == p);
-    let cells: Vec<Mutex<Share<'_>>> =
-        bufs.iter_mut().map(|ws| Mutex::new((ws, Vec::new(), None))).collect();
     let (mv, out) = (View::new(m), View::new(output));
+    on_each(section, bufs, |ctx, s, ws| {
+        let (procs, cols) = plan.share(s);
+        let (tile, scratch) = ws.tile_and_scratch(plan.tile_len(), plan.scratch_len());
+        {
+            // SAFETY: (rule 3) process s takes rows `procs` of `m`; the shares of different
+            // s are disjoint (`fourstep` rule 2), and the part is dropped before the sync.
+            let rows = unsafe { mv.part(procs.start * n2, procs.len() * n2) };
+            plan.rows(input, procs, rows, tile, scratch);
+        }
+        check_cancel(cancel)?;
+        ctx.sync()?;
+        // SAFETY: (rule 3) in this superstep no process holds a part of `m`: all only read it.
+        let all = unsafe { mv.whole() };
+        let mut rows = Vec::with_capacity(n1);
+        for k2 in 0..n1 {
+            // SAFETY: (rule 3) process s takes columns `cols` of each output row k2; the
+            // column blocks of different s are disjoint (`fourstep` rule 2), and all are
+            // dropped when this closure returns, before the section ends.
+            rows.push(unsafe { out.part(k2 * n2 + cols.start, cols.len()) });
+        }
+        plan.cols(all, cols, &mut rows, tile, scratch);
+        Ok(())
+    })
+}
+
+/// Runs `steps` on each process s of one section with its workspace `bufs[s]` (rule 2): an
+/// error of a process ends its steps and fails its peers' next sync; the call returns the
+/// first process's own error, else the section's.
+fn on_each(
+    section: &Section,
+    bufs: &mut [Workspace],
+    steps: impl Fn(&mut sluice_bsp::Ctx, usize, &mut Workspace) -> Result<(), Error> + Sync,
+) -> Result<(), Error> {
+    // Per process: its workspace, and where it leaves its error.
+    let cells: Vec<Mutex<(&mut Workspace, Option<Error>)>> =
+        bufs.iter_mut().map(|ws| Mutex::new((ws, None))).collect();
     let ran = section.run(|ctx, s| {
         let s = s as usize;
         let mut cell = cells[s].lock().unwrap_or_else(|e| e.into_inner());
-        let (ws, _, result) = &mut *cell;
-        let mut steps = || -> Result<(), Error> {
-            let (procs, cols) = plan.share(s);
-            let (tile, scratch) = ws.tile_and_scratch(plan.tile_len(), plan.scratch_len());
-            {
-                // SAFETY: (rule 3) process s takes rows `procs` of `m`; the shares of different
-                // s are disjoint (`fourstep` rule 2), and the part is dropped before the sync.
-                let rows = unsafe { mv.part(procs.start * n2, procs.len() * n2) };
-                plan.rows(input, procs, rows, tile, scratch);
-            }
-            check_cancel(cancel)?;
-            ctx.sync()?;
-            // SAFETY: (rule 3) in this superstep no process holds a part of `m`: all only read it.
-            let all = unsafe { mv.whole() };
-            let mut rows = Vec::with_capacity(n1);
-            for k2 in 0..n1 {
-                // SAFETY: (rule 3) process s takes columns `cols` of each output row k2; the
-                // column blocks of different s are disjoint (`fourstep` rule 2), and all are
-                // dropped when this closure returns, before the section ends.
-                rows.push(unsafe { out.part(k2 * n2 + cols.start, cols.len()) });
-            }
-            plan.cols(all, cols, &mut rows, tile, scratch);
-            Ok(())
-        };
-        if let Err(e) = steps() {
+        let (ws, result) = &mut *cell;
+        if let Err(e) = steps(ctx, s, ws) {
             *result = Some(e);
         }
     });
-    let own = cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).2);
+    // A process's own error says more than the `PeerFailed` its peers then see.
+    let own = cells.into_iter().find_map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()).1);
     match (own, ran) {
         (Some(e), _) => Err(e),
         (None, Err(e)) => Err(e.into()),
