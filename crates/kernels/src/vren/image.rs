@@ -82,6 +82,10 @@ impl RgbImage {
             let mut encoder = png::Encoder::new(&mut out, w, h);
             encoder.set_color(png::ColorType::Rgb);
             encoder.set_depth(png::BitDepth::Eight);
+            // Fast deflate: on a 2048 × 2048 render of a noisy volume the default level took
+            // 1.2 s, longer than the rendering pass (0.8 s for 1 GiB from the page cache); fast
+            // takes a fraction of it for a file 1.5× the size (4.3 MB instead of 2.9).
+            encoder.set_compression(png::Compression::Fast);
             let mut writer = encoder.write_header().map_err(fail_png)?;
             writer.write_image_data(&self.rgb).map_err(fail_png)?;
             writer.finish().map_err(fail_png)?;
