@@ -143,8 +143,13 @@ pub fn render(
     let _lut = budget.reserve("the transfer table", Lut::bytes_for(scalar))?;
     let kernel = VrenKernel { geometry, mode: config.mode, scalar, lut: Lut::new(&tf, scalar) };
     // Slices laid together (`Canvas::with_batch`), within a quarter of what the budget has left.
-    let batch = (budget.available() / 4).min(BATCH_BYTES);
-    let _batch = budget.reserve("the slabs laid together", batch)?;
+    // A speed-up only: where another user of a shared budget took the room meanwhile, slices are
+    // laid one at a time instead of failing the render.
+    let want = (budget.available() / 4).min(BATCH_BYTES);
+    let (batch, _batch) = match budget.reserve("the slabs laid together", want) {
+        Ok(r) => (want, Some(r)),
+        Err(_) => (0, None),
+    };
     let mut canvas = Canvas::new(&kernel).with_batch(batch as usize);
     let row = NonZeroUsize::new(volume.row_bytes() as usize).expect("shape checked positive");
     let mut plan = Plan::new(RecordLayout::Fixed(row));
