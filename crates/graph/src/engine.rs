@@ -3,11 +3,11 @@
 //! An algorithm is a short program over [`Graph::stream_edges`] and [`Graph::stream_vertices`]
 //! (after Ligra, Shun & Blelloch, PPoPP 2013, and GridGraph, Zhu et al., ATC 2015).
 //!
-//! # The edge pass (gather / combine / apply, pulled into destinations)
+//! # The edge pass (gather / apply, pulled into destinations)
 //! For every stored edge `s → d` whose source partition has an active vertex (selective
-//! scheduling), the kernel's `gather(s, prev, w)` yields a value; values into the same `d` are
-//! merged with `combine` and handed to `apply(d, value, &mut state[d])`, which returns whether
-//! `d` joins the next active set. `cond(d, &state[d])` may skip edges into `d`.
+//! scheduling), the kernel's `gather(s, prev, w)` yields a value, handed to `apply(d, value,
+//! &mut state[d])`, which returns whether `d` joins the next active set. `cond(d, &state[d])`
+//! may skip edges into `d`.
 //!
 //! The engine holds what the kernels would otherwise carry by hand:
 //! * [`EdgeKernel::FRONTIER`]: `gather` runs only for active sources (an edge map over a
@@ -21,16 +21,15 @@
 //! # Contract
 //! 1. **One writer per destination partition.** `apply` on `state[d]` runs on the one thread
 //!    that owns `d`'s partition in this pass: no atomics, no locks.
-//! 2. **Deterministic.** Into each `d`, values are combined and applied in stream order:
-//!    column by column, source partition by source partition, edges by `(d, s)` inside a
-//!    block. The result of a pass does not depend on thread timing. With
-//!    [`EdgeKernel::PER_EDGE`] every edge's value is applied on its own, in that order, in both
-//!    modes, so the streaming and in-memory modes agree bit for bit even where `combine` is a
+//! 2. **Deterministic.** Into each `d`, values are applied edge by edge in stream order:
+//!    grid by grid, source partition by source partition, edges by `(d, s)` inside a block.
+//!    The result of a pass does not depend on thread timing, and both modes run the same loop
+//!    (`edge_loop`) in the same order, so they agree bit for bit even where `apply` is a
 //!    floating-point sum (not associative).
 //! 3. `gather` must read only state that no `apply` of the same pass writes (the previous
 //!    superstep's values): that is what makes rule 2 hold.
-//! 4. `apply` may be called several times for one `d` in a pass (once per block, or per piece
-//!    of a block, holding edges into `d`); it must fold the value into the state.
+//! 4. `apply` is called once per edge into `d` that `cond` lets through; it must fold the
+//!    value into the state.
 //! 5. Every block read is checked against its CRC-32; a mismatch is an error, and the pass's
 //!    partial results must then be discarded.
 //! 6. Vertex arrays are [`Graph::padded_len`] long ((P − 1) × partition size + 65536), so a
@@ -39,10 +38,12 @@
 //!
 //! # Modes
 //! *Streaming* (default): every pass reads the selected blocks through the `sluice-io` block
-//! pipeline; workers decode blocks into per-destination partial results, which appliers apply
-//! in stream order (weighted passes gather on the rayon pool once edges and weights are paired). *In memory* ([`Graph::load_edges`]): the blocks are held in
-//! RAM and each destination partition is a rayon task that applies directly to its slice of
-//! the state — the fast path for graphs that fit.
+//! pipeline; workers check and decode what they read, and the applier that owns a column's
+//! slice of the state runs the edge loop over the column's edges in stream order (columns kept
+//! in the block cache run on the rayon pool, one task per column). *In memory*
+//! ([`Graph::load_edges`]): the blocks are held in RAM and each destination partition is a
+//! rayon task that runs the same loop on its slice of the state — the fast path for graphs
+//! that fit.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,8 @@ pub(crate) mod adjacency;
 mod cache;
 /// The streaming mode: passes through the `sluice-io` block pipeline.
 mod disk;
+/// The one edge loop of both modes: a block piece applied to its partition's state slice.
+mod edge_loop;
 /// The in-memory mode: passes over blocks held in RAM.
 mod memory;
 /// [`VertexArray`]: padded per-vertex state held against the budget.
@@ -91,11 +94,6 @@ pub trait EdgeKernel: Sync {
     /// Whether `gather` reads the state as it was before the pass (`prev`, padded); otherwise
     /// `prev` is empty.
     const SYNC: bool = false;
-    /// Whether every edge's value is applied on its own (no `combine` within a run of edges
-    /// into one `d`): set it when `combine` is not associative (a floating-point sum) and the
-    /// two modes must agree bit for bit (rule 2). The in-memory mode always applies per edge;
-    /// the streaming mode then hands the appliers one value per edge instead of one per run.
-    const PER_EDGE: bool = false;
     /// Whether edges into `d` are worth looking at in this pass.
     #[inline]
     fn cond(&self, _d: VertexId, _state: &Self::State) -> bool {
@@ -104,8 +102,6 @@ pub trait EdgeKernel: Sync {
     /// The value edge `s → d` (weight `w`) carries, if any. Reads only what no `apply` of the
     /// pass writes (rule 3): `prev[s]`, or arrays the kernel borrows.
     fn gather(&self, s: VertexId, prev: &[Self::State], w: f64) -> Option<Self::Value>;
-    /// Merges two values bound for the same destination.
-    fn combine(&self, a: Self::Value, b: Self::Value) -> Self::Value;
     /// Folds `v` into `d`'s state; `true` puts `d` in the next active set.
     fn apply(&self, d: VertexId, v: Self::Value, state: &mut Self::State) -> bool;
 }

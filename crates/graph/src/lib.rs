@@ -26,6 +26,7 @@
 //!   disk                  the streaming mode: passes through the sluice-io block pipeline
 //!     layout              a pass's plan: blocks read, columns served from or kept in the cache
 //!     visit               unordered edge visits (for_each_edge), both modes
+//!   edge_loop             the one edge loop of both modes: a block applied to its slice
 //!   memory                the in-memory mode: passes over blocks held in RAM
 //!   triangles             oriented adjacency and triangle listing (LCC's primitive)
 //!   vertex_array          VertexArray: padded per-vertex state held against the budget

@@ -170,8 +170,8 @@ fn several_partitions_both_modes_match_naive_implementations() {
             assert_eq!(st.passes, 1, "WCC passes");
             assert_eq!(st.edges_streamed, g.meta().num_edges, "WCC edges streamed");
         }
-        // Issue 15 (reliability): streaming and in-memory PageRank apply the same values in
-        // the same order (engine rule 2, `EdgeKernel::PER_EDGE`): the same bits.
+        // Issue 15 (reliability): streaming and in-memory PageRank run the same edge loop over
+        // the same edges in the same order (engine rule 2): the same bits.
         assert_eq!(prs[0], prs[1], "streaming and in-memory PR differ (directed={directed})");
         // Determinism within a mode: run the streaming PR again.
         let g = open(&store, false);

@@ -35,8 +35,6 @@ impl EdgeKernel for Visit {
         Some(())
     }
     #[inline(always)]
-    fn combine(&self, _a: (), _b: ()) {}
-    #[inline(always)]
     fn apply(&self, _d: VertexId, _v: (), depth: &mut u32) -> bool {
         // Only the first block reaching d in this pass sets it (one writer per partition).
         let fresh = *depth == UNREACHED;

@@ -36,15 +36,9 @@ pub(crate) struct Sum<'a> {
 impl EdgeKernel for Sum<'_> {
     type Value = f64;
     type State = f64;
-    // A floating-point sum: applied edge by edge so both modes give the same bits.
-    const PER_EDGE: bool = true;
     #[inline(always)]
     fn gather(&self, s: VertexId, _prev: &[f64], _w: f64) -> Option<f64> {
         Some(self.contrib[s as usize])
-    }
-    #[inline(always)]
-    fn combine(&self, a: f64, b: f64) -> f64 {
-        a + b
     }
     #[inline(always)]
     fn apply(&self, _d: VertexId, v: f64, sum: &mut f64) -> bool {

@@ -32,10 +32,6 @@ impl EdgeKernel for Relax<'_> {
         Some(prev[s as usize] + w)
     }
     #[inline(always)]
-    fn combine(&self, a: f64, b: f64) -> f64 {
-        a.min(b)
-    }
-    #[inline(always)]
     fn apply(&self, _d: VertexId, v: f64, dist: &mut f64) -> bool {
         let lower = v < *dist;
         if lower {

@@ -165,10 +165,6 @@ impl EdgeKernel for MinLabel {
         Some(prev[s as usize])
     }
     #[inline(always)]
-    fn combine(&self, a: u32, b: u32) -> u32 {
-        a.min(b)
-    }
-    #[inline(always)]
     fn apply(&self, _d: VertexId, v: u32, label: &mut u32) -> bool {
         let lower = v < *label;
         if lower {

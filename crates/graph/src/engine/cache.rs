@@ -5,9 +5,10 @@
 //! # Why columns
 //! A pass streams column by column, and each column is applied by one applier on its own
 //! slice of the state (engine rules 1 and 2). A column held whole is therefore served without
-//! touching the stream order of any other column: the cached columns are gathered on the rayon
-//! pool beside the pipeline, the rest is read from disk, and the values into every destination
-//! are applied in the same order as without the cache (bit-for-bit equal results). PageRank,
+//! touching the stream order of any other column: the cached columns are applied on the rayon
+//! pool beside the pipeline, each by the task that owns its slice, the rest is read from disk,
+//! and the edges into every destination are applied in the same order as without the cache
+//! (bit-for-bit equal results). PageRank,
 //! SSSP and SpMV read every column every pass, so a cache that never evicts (column order, first
 //! come first kept) is what LRU would degenerate to anyway: LRU over a cyclic scan larger than
 //! the cache evicts every block right before it is read again, a hit rate of zero.
@@ -29,18 +30,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rayon::prelude::*;
 use sluice_io::{Budget, Reservation};
 
-use super::disk::block_to_values;
-use super::{EdgeKernel, Pass, VertexId};
+use super::edge_loop::{apply_block, weights_into};
+use super::{EdgeKernel, Pass};
 use crate::store::packed::{FRAME_BYTES, decode_frame};
 use crate::store::{EDGE_BYTES, GridIndex};
 
-/// Edges of one piece of a cached block gathered at a time (1 MiB of edges).
-const PIECE_EDGES: u64 = (1 << 20) / EDGE_BYTES;
-/// Frames of one piece of a cached packed block (about 2 MiB of edges decoded).
-const PIECE_FRAMES: u64 = 128;
+/// Edges of a cached weighted block whose weights are turned into values at a time.
+const PIECE_EDGES: u64 = (1 << 18) / EDGE_BYTES;
+/// Frames of a cached packed block decoded at a time (at most 2 MiB of edges decoded).
+const PIECE_FRAMES: usize = 128;
+/// The most a task serving a cached column holds beside it: a piece's decoded edges or its
+/// weights as values.
+pub(super) const PIECE_BYTES: u64 = 2 << 20;
 
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
@@ -135,18 +138,38 @@ pub(super) struct Served {
     pub(super) grids: Vec<(usize, Column)>,
 }
 
-/// The values of a cached column, in the order a disk pass produces them: grid by grid, source
-/// partition by source partition, skipping blocks whose source partition is inactive. A block
-/// is gathered in pieces as a disk pass gathers it in reads (values into one destination are
-/// then combined per piece: `combine` is associative unless [`EdgeKernel::PER_EDGE`]).
-pub(super) fn column_values<K: EdgeKernel>(
+/// Applies a cached column to its partition's `state` and next-active `bits` (the caller owns
+/// both): grid by grid, source partition by source partition, skipping blocks whose source
+/// partition is inactive, edge by edge — the order of a disk pass and of the in-memory mode,
+/// so the same bits. Raw blocks are applied where they lie; packed ones are decoded a piece of
+/// [`PIECE_FRAMES`] frames at a time, weights turned into values [`PIECE_EDGES`] at a time.
+/// Returns the number of vertices newly set in `bits`.
+pub(super) fn apply_column<K: EdgeKernel>(
     pass: &Pass<'_, K>,
     served: &Served,
     indexes: &[&GridIndex],
     (p, psize): (usize, usize),
-) -> Vec<Vec<(VertexId, K::Value)>> {
+    state: &mut [K::State],
+    bits: &mut [u64],
+) -> u64 {
     let dp = served.dp;
-    let mut jobs = Vec::new();
+    let bases = |sp: usize| ((sp * psize) as u32, (dp * psize) as u32);
+    let (mut changed, mut buf, mut w) = (0, Vec::new(), Vec::new());
+    let mut apply = |sp: usize, edges: &[u8], weights: Option<&[u8]>| {
+        let weights = weights.map(|x| {
+            weights_into(x, &mut w);
+            &w[..]
+        });
+        changed += apply_block(
+            pass.kernel,
+            pass.active,
+            pass.prev,
+            bases(sp),
+            (edges, weights),
+            state,
+            bits,
+        );
+    };
     for (gi, col) in &served.grids {
         let index = indexes[*gi];
         let (offsets, bytes) = (&index.offsets, &index.bytes);
@@ -158,55 +181,41 @@ pub(super) fn column_values<K: EdgeKernel>(
                 continue;
             }
             if index.packed {
-                // Whole frames, about a pipeline read's worth at a time.
-                let (blo, bhi) = (bytes[b] - bbase, bytes[b + 1] - bbase);
-                let step = PIECE_FRAMES * FRAME_BYTES as u64;
-                let mut at = blo;
-                while at < bhi {
-                    let end = bhi.min(at + step);
-                    jobs.push((col, sp, at, end, lo));
-                    at = end;
+                let (blo, bhi) = ((bytes[b] - bbase) as usize, (bytes[b + 1] - bbase) as usize);
+                for piece in col.edges[blo..bhi].chunks(PIECE_FRAMES * FRAME_BYTES) {
+                    buf.clear();
+                    let mut first = None;
+                    for frame in piece.chunks(FRAME_BYTES) {
+                        // Every frame of a kept column decoded when its pass read it (rule 1)
+                        // and the bytes are immutable since: decoding cannot fail here.
+                        if let Ok((f, _)) = decode_frame(frame, &mut buf) {
+                            first.get_or_insert(lo + f);
+                        }
+                    }
+                    let first = first.unwrap_or(lo);
+                    apply(sp, &buf, weights(col, first, buf.len() / 4));
                 }
                 continue;
             }
-            // Pieces the size of a pipeline read: small reusable buffers, no fresh pages.
             let mut at = lo;
             while at < hi {
-                let end = hi.min(at + PIECE_EDGES);
-                jobs.push((col, sp, at, end, lo));
+                let end = match col.weights {
+                    Some(_) => hi.min(at + PIECE_EDGES),
+                    None => hi,
+                };
+                let edges = &col.edges[(at * EDGE_BYTES) as usize..(end * EDGE_BYTES) as usize];
+                apply(sp, edges, weights(col, at, (end - at) as usize));
                 at = end;
             }
         }
     }
-    let packed = served.grids.first().is_some_and(|(gi, _)| indexes[*gi].packed);
-    jobs.par_iter()
-        .map(|&(col, sp, lo, hi, block_lo)| {
-            let bases = ((sp * psize) as u32, (dp * psize) as u32);
-            let raw;
-            let (edges, first) = match packed {
-                true => {
-                    // Every frame of a kept column decoded when its pass read it (rule 1) and
-                    // the bytes are immutable since: decoding cannot fail here.
-                    let mut buf = Vec::new();
-                    let mut first = None;
-                    for frame in col.edges[lo as usize..hi as usize].chunks(FRAME_BYTES) {
-                        if let Ok((f, _)) = decode_frame(frame, &mut buf) {
-                            first.get_or_insert(block_lo + f);
-                        }
-                    }
-                    raw = buf;
-                    (&raw[..], first.unwrap_or(block_lo))
-                }
-                false => (&col.edges[(lo * EDGE_BYTES) as usize..(hi * EDGE_BYTES) as usize], lo),
-            };
-            let n = edges.len() / 4;
-            let w = col.weights.as_ref().map(|w| {
-                let at = (first * WEIGHT_BYTES) as usize;
-                &w[at.min(w.len())..(at + n * WEIGHT_BYTES as usize).min(w.len())]
-            });
-            let mut out = Vec::with_capacity(if K::PER_EDGE { n } else { n / 2 });
-            block_to_values(pass.kernel, pass.active, pass.prev, bases, (edges, w), &mut out);
-            out
-        })
-        .collect()
+    changed
+}
+
+/// The weights of `n` edges from edge `first` of a kept column, if it kept them.
+fn weights(col: &Column, first: u64, n: usize) -> Option<&[u8]> {
+    col.weights.as_ref().map(|w| {
+        let at = (first * WEIGHT_BYTES) as usize;
+        &w[at.min(w.len())..(at + n * WEIGHT_BYTES as usize).min(w.len())]
+    })
 }

@@ -1,24 +1,24 @@
 //! The streaming mode: every pass reads the selected blocks through the `sluice-io` block
-//! pipeline; workers decode blocks into per-destination partial results, which appliers apply
-//! in stream order, one thread per destination partition.
+//! pipeline; workers check and decode what they read (packed frames into the raw encoding),
+//! the calling thread checks each block's checksum and gathers a column's reads in stream
+//! order, and an applier that owns the column's slice of the state runs the edge loop of both
+//! modes (`edge_loop`) over them. Columns the block cache serves run the same loop on the
+//! rayon pool beside the stream, each on its own slice.
 //!
 //! A weighted pass reads each extent's weights (the same edges' range of the weight file) right
 //! before its edges, in the same plan, so the pipeline streams and counts them too. A worker
-//! cannot pair an edge block with a weight block another worker holds, so it hands over the
-//! edges it read; the calling thread pairs them with their weights in stream order and hands
-//! each block to the rayon pool to gather (overlapping the stream), and the appliers take the
-//! values in stream order: the same pieces and order as a worker's gather, so the same bits.
+//! cannot pair an edge block with a weight block another worker holds, so the calling thread
+//! pairs each read's edges with their run's weights in stream order.
 
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
 use sluice_io::{Block, BlockKernel, RunStats};
 
-use super::{
-    EdgeKernel, Graph, Pass, PassStats, VertexId, VertexSet, block_error, cache, decode,
-    gather_edge,
-};
+use super::edge_loop::{apply_block, weights_into};
+use super::{EdgeKernel, Graph, Pass, PassStats, VertexSet, block_error, cache};
 use crate::Error;
 use crate::store::EDGE_BYTES;
 
@@ -32,52 +32,49 @@ use layout::{BadFrame, Fills, Layout, Read, partials_bytes};
 /// Bytes of one stored weight.
 const WEIGHT_BYTES: u64 = 8;
 
-/// What a worker makes of one block.
-enum Values<V> {
-    /// Values gathered and combined per destination run (unweighted passes).
-    Ready(Vec<(VertexId, V)>),
-    /// Edges to gather once paired with their weights (weighted passes).
-    Deferred(Vec<Piece>),
-    /// Deferred edges being gathered on the rayon pool: their values, when done.
-    Gathering(Receiver<Vec<(VertexId, V)>>),
+/// What a worker makes of one read.
+enum Values {
+    /// The read's edges in the raw encoding (packed frames decoded), one piece per grid block
+    /// it overlaps.
+    Edges { bytes: Vec<u8>, pieces: Vec<Piece> },
     /// Raw weights of a run, from byte `offset` of its weight extent.
     Weights { offset: u64, bytes: Vec<u8> },
 }
 
-/// The edges of one block piece that overlap one grid block, and their weights.
+/// The part of one read that lies in one grid block, and its weights.
 struct Piece {
     sbase: u32,
-    dbase: u32,
     /// Index of the first edge relative to its run.
     first: u64,
-    edges: Vec<u8>,
-    /// The run's weights and this piece's byte range of them.
+    /// Its edges' range of the read's decoded bytes.
+    range: Range<usize>,
+    /// The run's weights and this piece's byte range of them (paired by the calling thread).
     weights: Option<(Arc<Vec<u8>>, Range<usize>)>,
 }
 
-struct Partial<V> {
+struct Partial {
     ext: usize,
     dp: usize,
     /// Edge bytes of the block.
     bytes: u64,
     /// (block, CRC-32 of the piece, piece bytes), in stream order.
     pieces: Vec<(usize, crc32fast::Hasher, u64)>,
-    values: Values<V>,
+    values: Values,
     /// The edge bytes read, when the extent's column is being kept.
     keep: Option<Vec<u8>>,
     /// A packed frame that did not decode.
     bad: BadFrame,
 }
 
-/// A finished column for an applier: partition, its values in stream order, its state and
+/// A finished column for an applier: partition, its reads in stream order, its state and
 /// next-active bits.
-type Job<'s, S, V> = (usize, Vec<Values<V>>, &'s mut [S], &'s mut [u64]);
+type Job<'s, S> = (usize, Vec<Values>, &'s mut [S], &'s mut [u64]);
 
 /// One partition's state and next-active bits.
 type Slice<'s, S> = (&'s mut [S], &'s mut [u64]);
 
-/// A column being gathered: partition, values in stream order, edge bytes so far.
-type Column<V> = (usize, Vec<Values<V>>, u64);
+/// A column being gathered: partition, reads in stream order, edge bytes so far.
+type Column = (usize, Vec<Values>, u64);
 
 /// What [`Graph::apply_in_columns`] works on.
 struct Columns<'a, 's, K: EdgeKernel> {
@@ -116,7 +113,7 @@ impl Graph {
     ) -> Result<VertexSet, Error> {
         let weighted = K::WEIGHTED && self.meta.weighted;
         let mut layout = self.layout(pass.active, &pass.grids, weighted, true)?;
-        let partials = partials_bytes::<K>(&layout, weighted);
+        let partials = partials_bytes(&layout, weighted);
         self.plan_fills(&mut layout, weighted, partials);
         let mut next = VertexSet::empty_like(self);
         let mut st_pass = PassStats {
@@ -179,159 +176,144 @@ impl Graph {
             .collect();
         let appliers = rayon::current_num_threads().clamp(1, 4);
         let _partials =
-            self.budget.reserve("column partial results", partials_bytes::<K>(layout, weighted))?;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State, K::Value>>(appliers * 2);
+            self.budget.reserve("column partial results", partials_bytes(layout, weighted))?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State>>(appliers * 2);
         let rx = Mutex::new(rx);
-        let pk = PassKernel { pass, layout, psize, weighted, packed: self.packed() };
-        let n = self.num_vertices();
-        // Weighted pieces are gathered on the rayon pool as they arrive (overlapping the
-        // stream); the appliers wait for them in stream order.
-        let out = rayon::in_place_scope(|gatherers| {
-            std::thread::scope(|scope| {
-                for _ in 0..appliers {
-                    let rx = &rx;
-                    scope.spawn(move || apply_columns(pass, rx, psize, n, counts));
-                }
-                // Columns kept in the block cache: gathered beside the stream (cache module).
-                let served: Vec<_> =
-                    layout.served.iter().filter_map(|c| Some((c, slices[c.dp].take()?))).collect();
-                if !served.is_empty() {
-                    let (tx, indexes) =
-                        (tx.clone(), self.grids.iter().map(|g| &g.index).collect::<Vec<_>>());
-                    scope.spawn(move || {
-                        for (c, (slice, bits)) in served {
-                            if self.pipeline.cancel_requested() {
-                                return; // the pass ends with `Cancelled` below
-                            }
-                            let values = cache::column_values(pass, c, &indexes, (p, psize));
-                            let values = values.into_iter().map(Values::Ready).collect();
-                            if tx.send((c.dp, values, slice, bits)).is_err() {
-                                return;
-                            }
+        let pk = PassKernel { layout, psize, packed: self.packed() };
+        let out = std::thread::scope(|scope| {
+            for _ in 0..appliers {
+                let rx = &rx;
+                scope.spawn(move || apply_columns(pass, rx, psize, counts));
+            }
+            // Columns kept in the block cache: applied on the rayon pool beside the stream,
+            // each by the task that owns its slice (cache module).
+            let served: Vec<_> =
+                layout.served.iter().filter_map(|c| Some((c, slices[c.dp].take()?))).collect();
+            if !served.is_empty() {
+                let indexes = self.grids.iter().map(|g| &g.index).collect::<Vec<_>>();
+                scope.spawn(move || {
+                    served.into_par_iter().for_each(|(c, (slice, bits))| {
+                        if self.pipeline.cancel_requested() {
+                            return; // the pass ends with `Cancelled` below
+                        }
+                        let changed =
+                            cache::apply_column(pass, c, &indexes, (p, psize), slice, bits);
+                        if let Ok(mut counts) = counts.lock() {
+                            counts[c.dp] += changed;
                         }
                     });
+                });
+            }
+            let mut failure: Option<Error> = None;
+            let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
+            let mut col: Option<Column> = None;
+            // The weights of the run being read, then (complete) shared with its edge pieces.
+            let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
+            let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
+            let blocks = &layout.blocks;
+            if layout.extents.is_empty() {
+                return Ok(RunStats::default());
+            }
+            let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
+                if failure.is_some() {
+                    return;
                 }
-                let mut failure: Option<Error> = None;
-                let mut cur: Option<(usize, crc32fast::Hasher, u64)> = None;
-                let mut col: Option<Column<K::Value>> = None;
-                // The weights of the run being read, then (complete) shared with its edge pieces.
-                let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
-                let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
-                let blocks = &layout.blocks;
-                if layout.extents.is_empty() {
-                    return Ok(RunStats::default());
-                }
-                let res = self.pipeline.run_ordered(&layout.plan, &pk, |mut part| {
-                    if failure.is_some() {
-                        return;
+                fills.min_available = fills.min_available.min(self.budget.available());
+                if let Some(bytes) = part.keep.take() {
+                    let want = layout.extents[part.ext].bytes;
+                    let kept = &mut fills.edges[part.ext];
+                    if kept.capacity() == 0 {
+                        kept.reserve_exact(want as usize);
                     }
-                    fills.min_available = fills.min_available.min(self.budget.available());
-                    if let Some(bytes) = part.keep.take() {
-                        let want = layout.extents[part.ext].bytes;
-                        let kept = &mut fills.edges[part.ext];
-                        if kept.capacity() == 0 {
-                            kept.reserve_exact(want as usize);
+                    kept.extend_from_slice(&bytes);
+                }
+                if let Some((bi, e)) = part.bad.take() {
+                    let br = &blocks[bi];
+                    failure = Some(self.frame_failure(br.grid, br.block, &e));
+                    return;
+                }
+                match &mut part.values {
+                    Values::Weights { offset, bytes } => {
+                        // The run's whole weights, allocated once at their size (the run
+                        // that `partials_bytes` reserves): growing by doubling held up to
+                        // three times a run while it was copied.
+                        let run = layout.extents[part.ext].edges * WEIGHT_BYTES;
+                        if reading.0 != part.ext {
+                            reading = (part.ext, Vec::with_capacity(run as usize));
                         }
-                        kept.extend_from_slice(&bytes);
-                    }
-                    if let Some((bi, e)) = part.bad.take() {
-                        let br = &blocks[bi];
-                        failure = Some(self.frame_failure(br.grid, br.block, &e));
-                        return;
-                    }
-                    match &mut part.values {
-                        Values::Weights { offset, bytes } => {
-                            // The run's whole weights, allocated once at their size (the run
-                            // that `partials_bytes` reserves): growing by doubling held up to
-                            // three times a run while it was copied.
-                            let run = layout.extents[part.ext].edges * WEIGHT_BYTES;
-                            if reading.0 != part.ext {
-                                reading = (part.ext, Vec::with_capacity(run as usize));
-                            }
-                            if *offset != reading.1.len() as u64
-                                || *offset + bytes.len() as u64 > run
-                            {
-                                failure = Some(Error::corrupt(&self.dir, "weights out of order"));
-                                return;
-                            }
-                            reading.1.extend_from_slice(bytes);
+                        if *offset != reading.1.len() as u64 || *offset + bytes.len() as u64 > run {
+                            failure = Some(Error::corrupt(&self.dir, "weights out of order"));
                             return;
                         }
-                        Values::Deferred(pieces) => {
-                            if read.0 != part.ext && reading.0 == part.ext {
-                                read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
-                                reading.0 = usize::MAX;
-                                if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
-                                    failure = Some(e);
-                                    return;
-                                }
-                                if layout.fills[part.ext].is_some() {
-                                    fills.weights[part.ext] = Some(Arc::clone(&read.1));
-                                }
+                        reading.1.extend_from_slice(bytes);
+                        return;
+                    }
+                    Values::Edges { pieces, .. } if weighted => {
+                        if read.0 != part.ext && reading.0 == part.ext {
+                            read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
+                            reading.0 = usize::MAX;
+                            if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
+                                failure = Some(e);
+                                return;
                             }
-                            for x in pieces {
-                                let lo = (x.first * WEIGHT_BYTES) as usize;
-                                let hi = lo + x.edges.len() / 4 * WEIGHT_BYTES as usize;
-                                if read.0 != part.ext || hi > read.1.len() {
-                                    failure = Some(Error::corrupt(&self.dir, "weights missing"));
-                                    return;
-                                }
-                                x.weights = Some((Arc::clone(&read.1), lo..hi));
+                            if layout.fills[part.ext].is_some() {
+                                fills.weights[part.ext] = Some(Arc::clone(&read.1));
                             }
                         }
-                        Values::Ready(_) | Values::Gathering(_) => {}
+                        for x in pieces {
+                            let lo = (x.first * WEIGHT_BYTES) as usize;
+                            let hi = lo + x.range.len() / 4 * WEIGHT_BYTES as usize;
+                            if read.0 != part.ext || hi > read.1.len() {
+                                failure = Some(Error::corrupt(&self.dir, "weights missing"));
+                                return;
+                            }
+                            x.weights = Some((Arc::clone(&read.1), lo..hi));
+                        }
                     }
-                    for (bi, crc, len) in part.pieces {
-                        let (b, hasher, done) =
-                            cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
-                        if *b != bi {
-                            let br = &blocks[*b];
+                    Values::Edges { .. } => {}
+                }
+                for (bi, crc, len) in part.pieces {
+                    let (b, hasher, done) =
+                        cur.get_or_insert_with(|| (bi, crc32fast::Hasher::new(), 0));
+                    if *b != bi {
+                        let br = &blocks[*b];
+                        failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
+                        return;
+                    }
+                    hasher.combine(&crc);
+                    *done += len;
+                    let br = &blocks[bi];
+                    if *done == br.bend - br.bstart {
+                        let Some((_, h, _)) = cur.take() else { return };
+                        if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
                             failure = Some(block_error(&self.grids[br.grid].edges, br.block, p));
                             return;
                         }
-                        hasher.combine(&crc);
-                        *done += len;
-                        let br = &blocks[bi];
-                        if *done == br.bend - br.bstart {
-                            let Some((_, h, _)) = cur.take() else { return };
-                            if h.finalize() != self.grids[br.grid].index.crcs[br.block] {
-                                failure =
-                                    Some(block_error(&self.grids[br.grid].edges, br.block, p));
-                                return;
-                            }
-                        }
                     }
-                    let (dp, parts, got) = col.get_or_insert_with(|| (part.dp, Vec::new(), 0));
-                    if *dp != part.dp {
-                        failure = Some(Error::corrupt(&self.dir, "pass out of column order"));
-                        return;
-                    }
-                    *got += part.bytes;
-                    if let Values::Deferred(pieces) = &mut part.values {
-                        let (pieces, (tx, rx)) = (std::mem::take(pieces), sync_channel(1));
-                        gatherers.spawn(move |_| {
-                            let _ = tx.send(gather_pieces(pass, &pieces));
-                        });
-                        part.values = Values::Gathering(rx);
-                    }
-                    parts.push(part.values);
-                    if *got == layout.col_bytes[*dp] {
-                        let Some((dp, parts, _)) = col.take() else { return };
-                        if let Some((slice, bits)) = slices[dp].take() {
-                            let _ = tx.send((dp, parts, slice, bits));
-                        }
-                    }
-                });
-                drop(tx);
-                let run = res.map_err(Error::from)?;
-                if let Some(e) = failure {
-                    return Err(e);
                 }
-                if cur.is_some() || col.is_some() {
-                    return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
+                let (dp, parts, got) = col.get_or_insert_with(|| (part.dp, Vec::new(), 0));
+                if *dp != part.dp {
+                    failure = Some(Error::corrupt(&self.dir, "pass out of column order"));
+                    return;
                 }
-                Ok(run)
-            })
+                *got += part.bytes;
+                parts.push(part.values);
+                if *got == layout.col_bytes[*dp] {
+                    let Some((dp, parts, _)) = col.take() else { return };
+                    if let Some((slice, bits)) = slices[dp].take() {
+                        let _ = tx.send((dp, parts, slice, bits));
+                    }
+                }
+            });
+            drop(tx);
+            let run = res.map_err(Error::from)?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            if cur.is_some() || col.is_some() {
+                return Err(Error::corrupt(&self.dir, "a pass ended inside a block"));
+            }
+            Ok(run)
         });
         // A pass served from the block cache never enters the pipeline's read loop, which is
         // where a run notices its caller's cancel flag: check it here too (the Python package's
@@ -343,59 +325,39 @@ impl Graph {
     }
 }
 
-/// The values of a weighted block's pieces (paired with their weights).
-fn gather_pieces<K: EdgeKernel>(pass: &Pass<'_, K>, pieces: &[Piece]) -> Vec<(VertexId, K::Value)> {
-    let mut out = Vec::with_capacity(pieces.iter().map(|x| x.edges.len() / 8).sum());
-    for x in pieces {
-        let w = x.weights.as_ref().map(|(w, r)| &w[r.clone()]);
-        block_to_values(
-            pass.kernel,
-            pass.active,
-            pass.prev,
-            (x.sbase, x.dbase),
-            (&x.edges, w),
-            &mut out,
-        );
-    }
-    out
-}
-
-/// An applier: takes finished columns and applies their values in stream order to the
-/// column's slice of the state.
+/// An applier: takes finished columns and runs the edge loop over their reads, in stream
+/// order, on the column's slice of the state.
 fn apply_columns<K: EdgeKernel>(
     pass: &Pass<'_, K>,
-    rx: &Mutex<Receiver<Job<'_, K::State, K::Value>>>,
+    rx: &Mutex<Receiver<Job<'_, K::State>>>,
     psize: usize,
-    n: usize,
     counts: &Mutex<Vec<u64>>,
 ) {
-    let kernel = pass.kernel;
+    let mut w = Vec::new();
     loop {
         let job = match rx.lock() {
             Ok(r) => r.recv(),
             Err(_) => return,
         };
         let Ok((dp, parts, slice, bits)) = job else { return };
-        let parts = parts.into_iter().map(|v| match v {
-            Values::Ready(v) => v,
-            Values::Deferred(pieces) => gather_pieces(pass, &pieces),
-            Values::Gathering(rx) => rx.recv().unwrap_or_default(),
-            Values::Weights { .. } => Vec::new(),
-        });
-        let dbase = dp * psize;
+        let dbase = (dp * psize) as u32;
         let mut changed = 0u64;
-        for (d, v) in parts.into_iter().flatten() {
-            let r = d as usize - dbase;
-            if d as usize >= n || r >= slice.len() {
-                continue; // only in a corrupt block, which its checksum reports
-            }
-            let st = &mut slice[r];
-            if kernel.cond(d, st) && kernel.apply(d, v, st) {
-                let (w, b) = (r / 64, r % 64);
-                if bits[w] & (1 << b) == 0 {
-                    bits[w] |= 1 << b;
-                    changed += 1;
-                }
+        for part in parts {
+            let Values::Edges { bytes, pieces } = part else { continue };
+            for x in pieces {
+                let weights = x.weights.as_ref().map(|(run, r)| {
+                    weights_into(&run[r.clone()], &mut w);
+                    &w[..]
+                });
+                changed += apply_block(
+                    pass.kernel,
+                    pass.active,
+                    pass.prev,
+                    (x.sbase, dbase),
+                    (&bytes[x.range], weights),
+                    slice,
+                    bits,
+                );
             }
         }
         if let Ok(mut c) = counts.lock() {
@@ -436,16 +398,15 @@ impl Graph {
     }
 }
 
-struct PassKernel<'a, K: EdgeKernel> {
-    pass: &'a Pass<'a, K>,
+/// A worker's part of a pass: checksums, decoding, the pieces of each read.
+struct PassKernel<'a> {
     layout: &'a Layout,
     psize: usize,
-    weighted: bool,
     packed: bool,
 }
 
-impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
-    type Partial = Partial<K::Value>;
+impl BlockKernel for PassKernel<'_> {
+    type Partial = Partial;
     fn process(&self, b: &Block<'_>) -> Self::Partial {
         let (ext, read) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];
@@ -472,104 +433,40 @@ impl<K: EdgeKernel> BlockKernel for PassKernel<'_, K> {
             };
         }
         let data = &b.data[..b.data.len() / 4 * 4];
-        let mut part = Partial {
-            ext,
-            dp: e.dp,
-            bytes: b.data.len() as u64,
-            pieces: Vec::new(),
-            values: match self.weighted {
-                true => Values::Deferred(Vec::new()),
-                false => {
-                    Values::Ready(Vec::with_capacity(data.len() / if K::PER_EDGE { 4 } else { 8 }))
-                }
-            },
-            keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
-            bad: None,
-        };
-        // The grid blocks this read overlaps, each piece's checksum state kept in `pieces`.
-        let mut checks = std::mem::take(&mut part.pieces);
-        let mut piece = |br: &layout::BlockRef, lo: u64, bytes: &[u8]| {
-            let (sbase, dbase) = ((br.sp * self.psize) as u32, (e.dp * self.psize) as u32);
-            match &mut part.values {
-                Values::Ready(out) => block_to_values(
-                    self.pass.kernel,
-                    self.pass.active,
-                    self.pass.prev,
-                    (sbase, dbase),
-                    (bytes, None),
-                    out,
-                ),
-                Values::Deferred(pieces) => pieces.push(Piece {
-                    sbase,
-                    dbase,
-                    first: lo,
-                    edges: bytes.to_vec(),
-                    weights: None,
-                }),
-                Values::Weights { .. } | Values::Gathering(_) => {}
-            }
-        };
-        if self.packed {
-            part.bad = self.layout.frames(e, b.extent_offset, b.data, &mut checks, &mut piece);
+        let mut checks = Vec::new();
+        let (mut pieces, mut bad) = (Vec::new(), None);
+        let sbase = |br: &layout::BlockRef| (br.sp * self.psize) as u32;
+        let bytes = if self.packed {
+            // Frames decoded here, on the worker: the applier finds the raw encoding.
+            let mut out = Vec::with_capacity(b.data.len() * 2);
+            bad = self.layout.frames(
+                e,
+                b.extent_offset,
+                b.data,
+                &mut checks,
+                &mut out,
+                |br, lo, _, r| {
+                    pieces.push(Piece { sbase: sbase(br), first: lo, range: r, weights: None })
+                },
+            );
+            out
         } else {
             let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
             for (br, lo, bytes) in self.layout.pieces(e, first, data, &mut checks) {
-                piece(br, lo, bytes);
+                let at = ((lo - first) * EDGE_BYTES) as usize;
+                let range = at..at + bytes.len();
+                pieces.push(Piece { sbase: sbase(br), first: lo, range, weights: None });
             }
+            data.to_vec()
+        };
+        Partial {
+            ext,
+            dp: e.dp,
+            bytes: b.data.len() as u64,
+            pieces: checks,
+            values: Values::Edges { bytes, pieces },
+            keep: self.layout.fills[ext].is_some().then(|| b.data.to_vec()),
+            bad,
         }
-        part.pieces = checks;
-        part
-    }
-}
-
-/// The hot loop of the streaming mode (and of columns served from the block cache): edges of one block piece (sorted by `(d, s)`) reduced
-/// into one value per destination run; `weights` holds 8 bytes per edge.
-pub(super) fn block_to_values<K: EdgeKernel>(
-    k: &K,
-    active: &VertexSet,
-    prev: &[K::State],
-    (sbase, dbase): (u32, u32),
-    (data, weights): (&[u8], Option<&[u8]>),
-    out: &mut Vec<(VertexId, K::Value)>,
-) {
-    let mut cur = u32::MAX;
-    let mut acc: Option<K::Value> = None;
-    let mut edge = |s: u32, d: u32, w: f64| {
-        if K::PER_EDGE {
-            // Rule 2: one value per edge, as the in-memory mode applies them.
-            if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
-                out.push((dbase + d, v));
-            }
-            return;
-        }
-        if d != cur {
-            if let Some(a) = acc.take() {
-                out.push((dbase + cur, a));
-            }
-            cur = d;
-        }
-        if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
-            acc = Some(match acc {
-                Some(a) => k.combine(a, v),
-                None => v,
-            });
-        }
-    };
-    match weights {
-        None => {
-            for e in data.chunks_exact(4) {
-                let (s, d) = decode(e);
-                edge(s, d, 1.0);
-            }
-        }
-        Some(w) => {
-            for (e, w) in data.chunks_exact(4).zip(w.chunks_exact(8)) {
-                let (s, d) = decode(e);
-                edge(s, d, f64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]));
-            }
-        }
-    }
-    if let Some(a) = acc {
-        out.push((dbase + cur, a));
     }
 }

@@ -3,7 +3,8 @@
 
 use rayon::prelude::*;
 
-use super::{EdgeKernel, Graph, Pass, VertexId, VertexSet, block_error, decode, gather_edge};
+use super::edge_loop::apply_block;
+use super::{EdgeKernel, Graph, Pass, VertexId, VertexSet, block_error, decode};
 use crate::Error;
 use crate::store::{self, EDGE_BYTES};
 
@@ -137,7 +138,7 @@ impl Graph {
                         streamed += 1;
                         edges += (hi - lo) as u64;
                         let w = weights.as_ref().filter(|_| K::WEIGHTED).map(|w| &w[lo..hi]);
-                        changed += block_into_state(
+                        changed += apply_block(
                             pass.kernel,
                             pass.active,
                             pass.prev,
@@ -165,52 +166,4 @@ impl Graph {
         st.edges_streamed += counts.iter().map(|c| c.2).sum::<u64>();
         Ok(next)
     }
-}
-
-/// The hot loop of the in-memory mode: one block applied edge by edge to its destination
-/// partition's state slice (one writer per partition). No branch depends on where a run of
-/// equal destinations ends, so the random reads of source state overlap (memory-level
-/// parallelism); for PageRank this is `sum[d] += contrib[s]`. Returns the number of vertices
-/// newly set in `bits`.
-#[inline]
-fn block_into_state<K: EdgeKernel>(
-    k: &K,
-    active: &VertexSet,
-    prev: &[K::State],
-    (sbase, dbase): (u32, u32),
-    (data, weights): (&[u8], Option<&[f64]>),
-    state: &mut [K::State],
-    bits: &mut [u64],
-) -> u64 {
-    let mut changed = 0u64;
-    let mut edge = |s: u32, d: u32, w: f64| {
-        let st = &mut state[d as usize];
-        if !k.cond(dbase + d, st) {
-            return;
-        }
-        if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
-            if k.apply(dbase + d, v, st) {
-                let (wi, b) = ((d / 64) as usize, d % 64);
-                if bits[wi] & (1 << b) == 0 {
-                    bits[wi] |= 1 << b;
-                    changed += 1;
-                }
-            }
-        }
-    };
-    match weights {
-        None => {
-            for e in data.chunks_exact(4) {
-                let (s, d) = decode(e);
-                edge(s, d, 1.0);
-            }
-        }
-        Some(w) => {
-            for (e, &w) in data.chunks_exact(4).zip(w) {
-                let (s, d) = decode(e);
-                edge(s, d, w);
-            }
-        }
-    }
-    changed
 }

@@ -2,13 +2,14 @@
 //! extents; the columns the block cache serves instead (`engine::cache`); the extents that
 //! cover a whole column and are kept by this pass; what the pass reserves for partial results.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use sluice_io::Plan;
 
 use super::WEIGHT_BYTES;
 use crate::Error;
-use crate::engine::{EdgeKernel, Graph, VertexId, VertexSet, cache};
+use crate::engine::{Graph, VertexSet, cache};
 use crate::store::EDGE_BYTES;
 
 /// One run of adjacent selected blocks of one column of one grid.
@@ -59,8 +60,8 @@ pub(super) struct Layout {
     pub(super) blocks: Vec<BlockRef>,
     /// Stored edge bytes of each column read from disk.
     pub(super) col_bytes: Vec<u64>,
-    /// Edges × 4 of the largest column of the pass (disk or cache): what its partial
-    /// results are sized by.
+    /// Edges × 4 of the largest column the pass reads from disk: what its partial results
+    /// are sized by.
     pub(super) max_col: u64,
     pub(super) skipped: u64,
     pub(super) edges: u64,
@@ -106,23 +107,25 @@ pub(super) type BadFrame = Option<(usize, crate::store::packed::FrameError)>;
 
 impl Layout {
     /// [`Layout::pieces`] for a packed pass: decodes the whole frames `data` read from byte
-    /// `off` of extent `e`, calling `f(block, first, edges)` for each run of frames of one
-    /// block with their edges decoded (raw encoding; `first`: the extent-relative index of the
-    /// run's first edge). `checks` gets each frame's CRC state and length. Stops at the first
-    /// frame that does not decode.
+    /// `off` of extent `e`, appending their edges to `out` (raw encoding), and calls `f(block,
+    /// first, out, range)` for each run of frames of one block once its edges are in `out`
+    /// (`first`: the extent-relative index of the run's first edge, `range`: its bytes of
+    /// `out`). `checks` gets each frame's CRC state and length. Stops at the first frame that
+    /// does not decode.
     pub(super) fn frames(
         &self,
         e: &Ext,
         off: u64,
         data: &[u8],
         checks: &mut Vec<(usize, crc32fast::Hasher, u64)>,
-        mut f: impl FnMut(&BlockRef, u64, &[u8]),
+        out: &mut Vec<u8>,
+        mut f: impl FnMut(&BlockRef, u64, &[u8], Range<usize>),
     ) -> BadFrame {
         use crate::store::packed::{FRAME_BYTES, FrameError, decode_frame};
         let mut k = e.blocks.partition_point(|&bi| self.blocks[bi].bend <= off);
-        let mut buf = Vec::new();
-        // The block being decoded, the extent-relative index of its run's first edge, the next.
-        let mut cur: Option<(usize, u64, u64)> = None;
+        // The block being decoded, the extent-relative index of its run's first edge, the next,
+        // and where its edges start in `out`.
+        let mut cur: Option<(usize, u64, u64, usize)> = None;
         for (i, frame) in data.chunks(FRAME_BYTES).enumerate() {
             let at = off + (i * FRAME_BYTES) as u64;
             while k < e.blocks.len() && self.blocks[e.blocks[k]].bend <= at {
@@ -135,16 +138,16 @@ impl Layout {
             let mut crc = crc32fast::Hasher::new();
             crc.update(frame);
             checks.push((bi, crc, frame.len() as u64));
-            if let Some((b, first, _)) = cur.filter(|c| c.0 != bi) {
-                f(&self.blocks[b], first, &buf);
-                buf.clear();
+            if let Some((b, first, _, at)) = cur.filter(|c| c.0 != bi) {
+                f(&self.blocks[b], first, out, at..out.len());
                 cur = None;
             }
             let br = &self.blocks[bi];
-            match decode_frame(frame, &mut buf) {
+            let at = out.len();
+            match decode_frame(frame, out) {
                 Ok((first, count)) => {
                     let (first, end) = (br.start + first, br.start + first + count);
-                    let (_, _, next) = cur.get_or_insert((bi, first, first));
+                    let (_, _, next, _) = cur.get_or_insert((bi, first, first, at));
                     if *next != first || end > br.end {
                         return Some((bi, FrameError::Malformed("frames out of order")));
                     }
@@ -153,8 +156,8 @@ impl Layout {
                 Err(err) => return Some((bi, err)),
             }
         }
-        if let Some((b, first, _)) = cur {
-            f(&self.blocks[b], first, &buf);
+        if let Some((b, first, _, at)) = cur {
+            f(&self.blocks[b], first, out, at..out.len());
         }
         None
     }
@@ -245,18 +248,16 @@ impl Graph {
                 false => None,
             };
             if let Some(kept) = kept {
-                let mut col = 0;
                 for &gi in grids {
                     let o = &self.grids[gi].index.offsets;
                     for sp in (0..p).filter(|&sp| o[dp * p + sp] < o[dp * p + sp + 1]) {
                         let edges = o[dp * p + sp + 1] - o[dp * p + sp];
                         match active.has_partition(sp) {
-                            true => (l.edges, col) = (l.edges + edges, col + edges * EDGE_BYTES),
+                            true => l.edges += edges,
                             false => l.skipped += 1,
                         }
                     }
                 }
-                l.max_col = l.max_col.max(col);
                 if kept.iter().all(Option::is_none) {
                     continue;
                 }
@@ -355,19 +356,22 @@ impl Graph {
     }
 }
 
-/// What a pass reserves for its partial results: those of the column being gathered plus the
-/// columns queued for appliers, about 16 bytes per edge of a column (the largest column, read or
-/// cached, bounds it), 12 more per edge of a weighted pass (edges and weights waiting to be
-/// gathered), plus one run's weights. No more columns are in flight than the pass has (P = 1:
-/// one; issue 16 item 5); a pass with cached columns gathers one more beside the stream.
-pub(super) fn partials_bytes<K: EdgeKernel>(layout: &Layout, weighted: bool) -> u64 {
+/// What a pass reserves for its partial results: the reads of the column being gathered and
+/// of the columns queued for appliers, 4 bytes per edge decoded (the largest column read from
+/// disk bounds it), 8 more per edge of a weighted pass (an applier's weights as values), plus
+/// one run's stored weights; and a piece's decoded edges or weights per rayon thread for the
+/// columns the cache serves. No more columns are in flight than the pass has (P = 1: one;
+/// issue 16 item 5).
+pub(super) fn partials_bytes(layout: &Layout, weighted: bool) -> u64 {
     let appliers = rayon::current_num_threads().clamp(1, 4) as u64;
     let max_col = layout.max_col / EDGE_BYTES;
-    let per_edge = (std::mem::size_of::<(VertexId, K::Value)>() as u64).max(8)
-        + if weighted { EDGE_BYTES + WEIGHT_BYTES } else { 0 };
+    let per_edge = EDGE_BYTES + if weighted { WEIGHT_BYTES } else { 0 };
     let max_run = layout.extents.iter().map(|e| e.edges).max().unwrap_or(0);
-    let served = layout.served.len() as u64;
-    let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64 + served;
-    let in_flight = (appliers * 2 + 2 + u64::from(served > 0)).min(columns.max(1));
-    max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 }
+    let columns = layout.col_bytes.iter().filter(|&&b| b > 0).count() as u64;
+    let in_flight = (appliers * 2 + 2).min(columns);
+    let served = match layout.served.is_empty() {
+        true => 0,
+        false => rayon::current_num_threads() as u64 * cache::PIECE_BYTES,
+    };
+    max_col * per_edge * in_flight + if weighted { max_run * WEIGHT_BYTES } else { 0 } + served
 }

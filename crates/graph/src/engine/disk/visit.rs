@@ -117,9 +117,14 @@ impl<F: Fn(VertexId, VertexId) + Sync> BlockKernel for Visit<'_, F> {
             }
         };
         if self.packed {
-            let bad = self
-                .layout
-                .frames(e, b.extent_offset, b.data, &mut pieces, |br, _, x| visit(br, x));
+            let bad = self.layout.frames(
+                e,
+                b.extent_offset,
+                b.data,
+                &mut pieces,
+                &mut Vec::new(),
+                |br, _, out, r| visit(br, &out[r]),
+            );
             return (pieces, bad);
         }
         let data = &b.data[..b.data.len() / 4 * 4];
