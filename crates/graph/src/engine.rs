@@ -172,6 +172,8 @@ pub struct Graph {
     reservations: Vec<Reservation>,
     stats: Mutex<PassStats>,
     cache: Mutex<cache::BlockCache>,
+    /// Columns one task applies together; 0: chosen per pass (`memory::column_group`).
+    column_group: std::sync::atomic::AtomicUsize,
 }
 
 impl Graph {
@@ -256,6 +258,7 @@ impl Graph {
             reservations,
             stats: Mutex::new(PassStats::default()),
             cache: Mutex::new(cache::BlockCache::new()),
+            column_group: Default::default(),
         })
     }
 
@@ -359,6 +362,13 @@ impl Graph {
         if !enabled {
             c.clear();
         }
+    }
+
+    /// Sets how many columns (destination partitions) one task applies together, source
+    /// partition by source partition, in memory and from the block cache; 0 (the default)
+    /// chooses per pass. Results do not depend on it (rule 2); speed does (`memory`).
+    pub fn set_column_group(&self, columns: usize) {
+        self.column_group.store(columns, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// What the block cache holds now.

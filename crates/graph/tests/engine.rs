@@ -181,6 +181,20 @@ fn several_partitions_both_modes_match_naive_implementations() {
             prs[0],
             "streaming PR is deterministic"
         );
+        // Rule 2 whatever the number of columns a task applies together (in memory and from
+        // the block cache, which serves every pass after the first): P = 3, so groups of 2
+        // leave one column alone.
+        let want_bfs = bfs::bfs(&g, g.original_ids()[0]).unwrap();
+        for in_memory in [false, true] {
+            let g = open(&store, in_memory);
+            for group in [2, 3] {
+                g.set_column_group(group);
+                let pr = pagerank::pagerank(&g, &opts).unwrap().ranks;
+                assert_eq!(pr, prs[0], "PR, {group} columns a task (memory={in_memory})");
+                let depths = bfs::bfs(&g, g.original_ids()[0]).unwrap();
+                assert_eq!(depths, want_bfs, "BFS, {group} columns a task (memory={in_memory})");
+            }
+        }
     }
 }
 

@@ -138,76 +138,95 @@ pub(super) struct Served {
     pub(super) grids: Vec<(usize, Column)>,
 }
 
-/// Applies a cached column to its partition's `state` and next-active `bits` (the caller owns
-/// both): grid by grid, source partition by source partition, skipping blocks whose source
-/// partition is inactive, edge by edge — the order of a disk pass and of the in-memory mode,
-/// so the same bits. Raw blocks are applied where they lie; packed ones are decoded a piece of
-/// [`PIECE_FRAMES`] frames at a time, weights turned into values [`PIECE_EDGES`] at a time.
-/// Returns the number of vertices newly set in `bits`.
-pub(super) fn apply_column<K: EdgeKernel>(
+/// One cached column being applied: what the cache serves, the partition's state slice and
+/// next-active bits (the task applying it owns both).
+pub(super) type Target<'a, 's, S> = (&'a Served, (&'s mut [S], &'s mut [u64]));
+
+/// Applies a group of cached columns (`Graph::column_group`) source partition by source
+/// partition, so each source segment is read once per group; each column's blocks run grid by
+/// grid, source partition by source partition, skipping inactive ones, edge by edge — the
+/// order of a disk pass and of the in-memory mode, so the same bits. Raw blocks are applied
+/// where they lie; packed ones are decoded [`PIECE_FRAMES`] frames at a time, weights turned
+/// into values [`PIECE_EDGES`] at a time. Returns, per column, the vertices newly set in its
+/// bits.
+pub(super) fn apply_columns<K: EdgeKernel>(
     pass: &Pass<'_, K>,
-    served: &Served,
+    cols: &mut [Target<'_, '_, K::State>],
     indexes: &[&GridIndex],
     (p, psize): (usize, usize),
-    state: &mut [K::State],
-    bits: &mut [u64],
+) -> Vec<u64> {
+    let mut changed = vec![0; cols.len()];
+    let mut bufs = (Vec::new(), Vec::new());
+    for &gi in &pass.grids {
+        for sp in (0..p).filter(|&sp| pass.active.has_partition(sp)) {
+            for ((served, (state, bits)), n) in cols.iter_mut().zip(&mut changed) {
+                let Some((_, col)) = served.grids.iter().find(|(g, _)| *g == gi) else {
+                    continue;
+                };
+                let block = (indexes[gi], p, served.dp, sp);
+                let bases = ((sp * psize) as u32, (served.dp * psize) as u32);
+                *n += apply_cached_block(pass, col, block, bases, (state, bits), &mut bufs);
+            }
+        }
+    }
+    changed
+}
+
+/// Applies block `(dp, sp)` of a cached column of `index`'s grid (`P = p`) to the column's
+/// state and bits; `bufs`: a piece's decoded edges and its weights as values.
+fn apply_cached_block<K: EdgeKernel>(
+    pass: &Pass<'_, K>,
+    col: &Column,
+    (index, p, dp, sp): (&GridIndex, usize, usize, usize),
+    (sbase, dbase): (u32, u32),
+    (state, bits): (&mut [K::State], &mut [u64]),
+    (buf, w): &mut (Vec<u8>, Vec<f64>),
 ) -> u64 {
-    let dp = served.dp;
-    let bases = |sp: usize| ((sp * psize) as u32, (dp * psize) as u32);
-    let (mut changed, mut buf, mut w) = (0, Vec::new(), Vec::new());
-    let mut apply = |sp: usize, edges: &[u8], weights: Option<&[u8]>| {
+    let b = dp * p + sp;
+    let (base, bbase) = (index.offsets[dp * p], index.bytes[dp * p]);
+    let (lo, hi) = (index.offsets[b] - base, index.offsets[b + 1] - base);
+    let mut changed = 0;
+    let mut apply = |edges: &[u8], weights: Option<&[u8]>, w: &mut Vec<f64>| {
         let weights = weights.map(|x| {
-            weights_into(x, &mut w);
+            weights_into(x, w);
             &w[..]
         });
         changed += apply_block(
             pass.kernel,
             pass.active,
             pass.prev,
-            bases(sp),
+            (sbase, dbase),
             (edges, weights),
             state,
             bits,
         );
     };
-    for (gi, col) in &served.grids {
-        let index = indexes[*gi];
-        let (offsets, bytes) = (&index.offsets, &index.bytes);
-        let (base, bbase) = (offsets[dp * p], bytes[dp * p]);
-        for sp in 0..p {
-            let b = dp * p + sp;
-            let (lo, hi) = (offsets[b] - base, offsets[b + 1] - base);
-            if lo == hi || !pass.active.has_partition(sp) {
-                continue;
-            }
-            if index.packed {
-                let (blo, bhi) = ((bytes[b] - bbase) as usize, (bytes[b + 1] - bbase) as usize);
-                for piece in col.edges[blo..bhi].chunks(PIECE_FRAMES * FRAME_BYTES) {
-                    buf.clear();
-                    let mut first = None;
-                    for frame in piece.chunks(FRAME_BYTES) {
-                        // Every frame of a kept column decoded when its pass read it (rule 1)
-                        // and the bytes are immutable since: decoding cannot fail here.
-                        if let Ok((f, _)) = decode_frame(frame, &mut buf) {
-                            first.get_or_insert(lo + f);
-                        }
-                    }
-                    let first = first.unwrap_or(lo);
-                    apply(sp, &buf, weights(col, first, buf.len() / 4));
+    if index.packed {
+        let (blo, bhi) = ((index.bytes[b] - bbase) as usize, (index.bytes[b + 1] - bbase) as usize);
+        for piece in col.edges[blo..bhi].chunks(PIECE_FRAMES * FRAME_BYTES) {
+            buf.clear();
+            let mut first = None;
+            for frame in piece.chunks(FRAME_BYTES) {
+                // Every frame of a kept column decoded when its pass read it (rule 1) and the
+                // bytes are immutable since: decoding cannot fail here.
+                if let Ok((f, _)) = decode_frame(frame, buf) {
+                    first.get_or_insert(lo + f);
                 }
-                continue;
             }
-            let mut at = lo;
-            while at < hi {
-                let end = match col.weights {
-                    Some(_) => hi.min(at + PIECE_EDGES),
-                    None => hi,
-                };
-                let edges = &col.edges[(at * EDGE_BYTES) as usize..(end * EDGE_BYTES) as usize];
-                apply(sp, edges, weights(col, at, (end - at) as usize));
-                at = end;
-            }
+            let first = first.unwrap_or(lo);
+            apply(buf, weights(col, first, buf.len() / 4), w);
         }
+        return changed;
+    }
+    let mut at = lo;
+    while at < hi {
+        let end = match col.weights {
+            Some(_) => hi.min(at + PIECE_EDGES),
+            None => hi,
+        };
+        let edges = &col.edges[(at * EDGE_BYTES) as usize..(end * EDGE_BYTES) as usize];
+        apply(edges, weights(col, at, (end - at) as usize), w);
+        at = end;
     }
     changed
 }

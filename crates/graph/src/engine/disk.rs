@@ -185,21 +185,21 @@ impl Graph {
                 let rx = &rx;
                 scope.spawn(move || apply_columns(pass, rx, psize, counts));
             }
-            // Columns kept in the block cache: applied on the rayon pool beside the stream,
-            // each by the task that owns its slice (cache module).
-            let served: Vec<_> =
+            // Columns kept in the block cache: applied on the rayon pool beside the stream, a
+            // group of columns per task that owns their slices (cache module).
+            let mut served: Vec<_> =
                 layout.served.iter().filter_map(|c| Some((c, slices[c.dp].take()?))).collect();
             if !served.is_empty() {
                 let indexes = self.grids.iter().map(|g| &g.index).collect::<Vec<_>>();
+                let group = self.column_group();
                 scope.spawn(move || {
-                    served.into_par_iter().for_each(|(c, (slice, bits))| {
+                    served.par_chunks_mut(group).for_each(|cols| {
                         if self.pipeline.cancel_requested() {
                             return; // the pass ends with `Cancelled` below
                         }
-                        let changed =
-                            cache::apply_column(pass, c, &indexes, (p, psize), slice, bits);
+                        let changed = cache::apply_columns(pass, cols, &indexes, (p, psize));
                         if let Ok(mut counts) = counts.lock() {
-                            counts[c.dp] += changed;
+                            cols.iter().zip(changed).for_each(|(c, n)| counts[c.0.dp] += n);
                         }
                     });
                 });
