@@ -27,12 +27,15 @@ pub(super) struct Bucket {
     pub(super) records: u64,
 }
 
-/// One chunk's edges in dense ids, weights (if any) beside them.
+/// One chunk's records (`u32 s, u32 d[, f64 w]`, dense ids) grouped by bucket: bucket `b`'s
+/// are `bytes[ends[b - 1]..ends[b]]`. Routed on the workers, so the calling thread only
+/// appends each bucket's bytes: per record, it took a quarter of the import's time.
 #[derive(Debug)]
-struct DenseEdges {
-    s: Vec<u32>,
-    d: Vec<u32>,
-    w: Vec<f64>,
+struct Routed {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    /// Input edges of the chunk.
+    edges: u64,
 }
 
 /// The open bucket files of pass 2.
@@ -63,27 +66,22 @@ impl Buckets {
         Ok(Buckets { writers, paths, counts: vec![0; n], weighted })
     }
 
-    /// Appends the record `(s, d, w)` to bucket `b` (`w` only when weighted).
-    #[inline]
-    fn push(&mut self, b: usize, s: u32, d: u32, w: f64) -> Result<(), Error> {
-        let mut rec = [0u8; 16];
-        rec[..4].copy_from_slice(&s.to_le_bytes());
-        rec[4..8].copy_from_slice(&d.to_le_bytes());
-        let len = if self.weighted {
-            rec[8..].copy_from_slice(&w.to_le_bytes());
-            16
-        } else {
-            8
-        };
-        self.counts[b] += 1;
+    /// Bytes of one record.
+    fn record_bytes(&self) -> usize {
+        if self.weighted { 16 } else { 8 }
+    }
+
+    /// Appends whole records to bucket `b`.
+    fn append(&mut self, b: usize, records: &[u8]) -> Result<(), Error> {
+        self.counts[b] += (records.len() / self.record_bytes()) as u64;
         self.writers[b]
-            .write_all(&rec[..len])
+            .write_all(records)
             .map_err(|e| Error::io(&self.paths[b], "scratch write failed", e))
     }
 
     /// Flushes every bucket and describes it.
     pub(super) fn finish(self) -> Result<Vec<Bucket>, Error> {
-        let rec = if self.weighted { 16 } else { 8 };
+        let rec = self.record_bytes() as u64;
         let mut out = Vec::new();
         for ((mut w, p), c) in self.writers.into_iter().zip(self.paths).zip(self.counts) {
             w.flush().map_err(|e| Error::io(&p, "scratch write failed", e))?;
@@ -115,9 +113,20 @@ pub(super) fn bucket_edges(
     route: &Route,
 ) -> Result<u64, Error> {
     let mut input_edges = 0u64;
-    let per_chunk = |raw: RawEdges| -> Result<DenseEdges, (usize, String)> {
-        let mut s = Vec::with_capacity(raw.src.len());
-        let mut d = Vec::with_capacity(raw.src.len());
+    let (nbuckets, rec) = (buckets.writers.len(), buckets.record_bytes());
+    let group_of = |v: u32| (v as u64 / route.psize / route.cols_per_group) as usize;
+    // The records of edge (a, b): forward, then reversed (directed: into the reverse buckets;
+    // undirected: the other direction, unless a self loop).
+    let records = |a: u32, b: u32, f: &mut dyn FnMut(usize, u32, u32)| {
+        f(group_of(b), a, b);
+        if route.directed {
+            f(route.groups as usize + group_of(a), b, a);
+        } else if a != b {
+            f(group_of(a), b, a);
+        }
+    };
+    let per_chunk = |raw: RawEdges| -> Result<Routed, (usize, String)> {
+        let mut dense = Vec::with_capacity(raw.src.len());
         for (i, (&a, &b)) in raw.src.iter().zip(&raw.dst).enumerate() {
             let x = lookup
                 .get(a)
@@ -125,34 +134,47 @@ pub(super) fn bucket_edges(
             let y = lookup
                 .get(b)
                 .ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
-            s.push(x);
-            d.push(y);
+            dense.push((x, y));
         }
-        Ok(DenseEdges { s, d, w: raw.w })
+        // A counting sort of the records by bucket, in input order within each.
+        let mut ends = vec![0usize; nbuckets];
+        for &(a, b) in &dense {
+            records(a, b, &mut |k, _, _| ends[k] += rec);
+        }
+        let mut at = 0;
+        for e in &mut ends {
+            (*e, at) = (at, at + *e);
+        }
+        let mut bytes = vec![0u8; at];
+        for (i, &(a, b)) in dense.iter().enumerate() {
+            let w = raw.w.get(i).copied().unwrap_or(1.0);
+            records(a, b, &mut |k, s, d| {
+                let r = &mut bytes[ends[k]..ends[k] + rec];
+                r[..4].copy_from_slice(&s.to_le_bytes());
+                r[4..8].copy_from_slice(&d.to_le_bytes());
+                if rec == 16 {
+                    r[8..].copy_from_slice(&w.to_le_bytes());
+                }
+                ends[k] += rec;
+            });
+        }
+        Ok(Routed { bytes, ends, edges: dense.len() as u64 })
     };
     let mut err: Option<Error> = None;
-    let group_of = |v: u32| (v as u64 / route.psize / route.cols_per_group) as usize;
-    let mut sink = |DenseEdges { s, d, w }: DenseEdges| {
+    let mut sink = |Routed { bytes, ends, edges }: Routed| {
         if err.is_some() {
             return;
         }
-        input_edges += s.len() as u64;
-        for i in 0..s.len() {
-            let wt = w.get(i).copied().unwrap_or(1.0);
-            let (a, b) = (s[i], d[i]);
-            let r = buckets.push(group_of(b), a, b, wt).and_then(|()| {
-                if route.directed {
-                    buckets.push(route.groups as usize + group_of(a), b, a, wt)
-                } else if a != b {
-                    buckets.push(group_of(a), b, a, wt)
-                } else {
-                    Ok(())
+        input_edges += edges;
+        let mut at = 0;
+        for (b, &end) in ends.iter().enumerate() {
+            if end > at {
+                if let Err(e) = buckets.append(b, &bytes[at..end]) {
+                    err = Some(e);
+                    return;
                 }
-            });
-            if let Err(e) = r {
-                err = Some(e);
-                return;
             }
+            at = end;
         }
     };
     let res = for_each_chunk(source, pipeline, progress, &per_chunk, &mut sink);
