@@ -375,11 +375,10 @@ fn import_passes(
     let grids: &[(&str, usize)] =
         if source.directed { &[("fwd", 0), ("rev", 1)] } else { &[("fwd", 0)] };
     for &(grid, which) in grids {
-        let degrees = if which == 0 {
-            Some(Degrees { out_deg: &mut out_deg, in_deg: &mut in_deg, ids: &ids })
-        } else {
-            None
-        };
+        // Each grid counts its destinations: the forward grid's are in-degrees, the reverse
+        // grid's out-degrees (an undirected grid holds both directions: the same counts).
+        let deg = if which == 0 { &mut in_deg } else { &mut out_deg };
+        let degrees = Some(Degrees { deg, ids: &ids });
         let bucket_range = (which * groups as usize)..((which + 1) * groups as usize);
         let w = blocks::write_grid(
             &dir,
@@ -398,6 +397,9 @@ fn import_passes(
             meta.num_edges = w.edges;
             meta.self_loops = w.self_loops;
         }
+    }
+    if !source.directed {
+        out_deg.copy_from_slice(&in_deg);
     }
     drop(bucket_info);
     let id_bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -12,15 +12,23 @@ use super::buckets::Bucket;
 use crate::Error;
 use crate::store::{self, Encoding, FileSum, GridIndex, Meta, SumWriter, packed};
 
-/// The degree arrays pass 3 fills while it writes the forward grid.
+/// The degree array pass 3 fills while it writes a grid: each edge counts for its
+/// destination (the forward grid's give in-degrees, the reverse grid's out-degrees), so the
+/// columns of a group count in parallel, each into its own partition's slice.
 #[derive(Debug)]
 pub(super) struct Degrees<'a> {
-    /// Out-degree per dense id.
-    pub(super) out_deg: &'a mut [u32],
-    /// In-degree per dense id.
-    pub(super) in_deg: &'a mut [u32],
+    /// Edges into each dense id.
+    pub(super) deg: &'a mut [u32],
     /// Original id per dense id (to name a vertex whose degree overflows).
     pub(super) ids: &'a [u64],
+}
+
+/// One block as written: its edges and weights in their stored bytes, its self loops.
+#[derive(Debug, Default)]
+struct BlockOut {
+    edges: Vec<u8>,
+    weights: Vec<u8>,
+    self_loops: u64,
 }
 
 /// The files of one grid and what they hold.
@@ -72,12 +80,13 @@ pub(super) fn write_grid(
     let mut block_bytes = vec![0u64; nblocks];
     for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
         stop()?;
-        // Packed: the group's frames besides (at most 4 bytes per edge and one frame per block).
-        let frames =
-            if packed { count * 4 + cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 };
+        // The group's blocks as stored, beside the sorted keys: at most 4 bytes per edge (and
+        // one frame per block) plus the weights.
+        let stored = count * if weighted { 12 } else { 4 }
+            + if packed { cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 };
         let _res = budget.reserve(
             &format!("sorting column group {g} of the {grid} grid"),
-            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p + frames,
+            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p + stored,
         )?;
         let data =
             std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
@@ -88,67 +97,43 @@ pub(super) fn write_grid(
         let _ = std::fs::remove_file(path);
         let dp0 = g as u64 * cols_per_group;
         let cols = cols_per_group.min(p - dp0.min(p)) as usize;
-        let gblocks = cols * p as usize;
-        let sorted = sort_group(data, meta, dp0, gblocks);
-        // Packed blocks are encoded in parallel, then written in order below.
-        let encoded: Vec<Vec<u8>> = match packed {
-            true => (0..gblocks)
-                .into_par_iter()
-                .map(|bi| {
-                    let mut out = Vec::new();
-                    packed::encode_block(sorted.block(bi).0, &mut out);
-                    out
-                })
-                .collect(),
-            false => Vec::new(),
+        let sorted = sort_group(data, meta, dp0, cols * p as usize);
+        // The blocks as stored and the degrees, a column per task (each owns its partition's
+        // slice of the degrees), then written in order below.
+        let lo = (dp0 * psize) as usize;
+        let ids = degrees.as_ref().map_or(&[][..], |d| d.ids);
+        let mut slices: Vec<Option<&mut [u32]>> = match degrees.as_mut() {
+            Some(d) => {
+                let hi = (lo + cols * psize as usize).min(d.deg.len());
+                d.deg[lo..hi].chunks_mut(psize as usize).map(Some).collect()
+            }
+            None => Vec::new(),
         };
-        let mut encoded = encoded.into_iter();
+        slices.resize_with(cols, || None);
+        let prepared: Result<Vec<Vec<BlockOut>>, Error> = slices
+            .into_par_iter()
+            .enumerate()
+            .map(|(c, deg)| {
+                let dp = dp0 + c as u64;
+                prepare_column(&sorted, c, (dp, p, psize), packed, deg, ids)
+            })
+            .collect();
         // Write the blocks in order: (dp, sp) ascending is stream order.
-        let mut ebuf: Vec<u8> = Vec::with_capacity(1 << 20);
-        let mut wbuf: Vec<u8> = Vec::new();
-        for bi in 0..gblocks {
+        for (bi, out) in prepared?.into_iter().flatten().enumerate() {
             if bi % 4096 == 4095 {
                 stop()?;
             }
             let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
             let b = (dp * p + sp) as usize;
-            let (keys, weights) = sorted.block(bi);
-            let len = keys.len();
-            ebuf.clear();
-            wbuf.clear();
-            for (i, &x) in keys.iter().enumerate() {
-                let (d, s) = ((x >> 16) as u64, (x & 0xffff) as u64);
-                if !packed {
-                    ebuf.extend_from_slice(&(s as u16).to_le_bytes());
-                    ebuf.extend_from_slice(&(d as u16).to_le_bytes());
-                }
-                if weighted {
-                    wbuf.extend_from_slice(&weights[i].to_le_bytes());
-                }
-                if sp == dp && s == d {
-                    self_loops += 1;
-                }
-                if let Some(deg) = degrees.as_mut() {
-                    let sg = (sp * psize + s) as usize;
-                    let dg = (dp * psize + d) as usize;
-                    deg.out_deg[sg] = deg.out_deg[sg]
-                        .checked_add(1)
-                        .ok_or_else(|| Error::DegreeOverflow { id: deg.ids[sg] })?;
-                    deg.in_deg[dg] = deg.in_deg[dg]
-                        .checked_add(1)
-                        .ok_or_else(|| Error::DegreeOverflow { id: deg.ids[dg] })?;
-                }
-            }
-            if packed {
-                ebuf = encoded.next().unwrap_or_default();
-            }
-            index.crcs[b] = crc32fast::hash(&ebuf);
+            let len = sorted.block(bi).0.len();
+            self_loops += out.self_loops;
+            index.crcs[b] = crc32fast::hash(&out.edges);
             block_counts[b] = len as u64;
-            block_bytes[b] = ebuf.len() as u64;
-            ew.write(&ebuf)?;
+            block_bytes[b] = out.edges.len() as u64;
+            ew.write(&out.edges)?;
             if let Some(ww) = ww.as_mut() {
-                index.weight_crcs[b] = store::weights::block_sum(&wbuf);
-                ww.write(&wbuf)?;
+                index.weight_crcs[b] = store::weights::block_sum(&out.weights);
+                ww.write(&out.weights)?;
             }
             written += len as u64;
         }
@@ -169,6 +154,48 @@ pub(super) fn write_grid(
     let ipath = dir.join(format!("{grid}.index"));
     files.push((format!("{grid}.index"), store::write_file(&ipath, &index.to_bytes())?));
     Ok(GridWritten { files, edges: written, self_loops })
+}
+
+/// The blocks of column `c` of a sorted group (partition `dp` of `p`, `psize` vertices each)
+/// as stored, raw or packed; counts each edge into `deg` (the column's slice of the degrees,
+/// when counting), naming a vertex whose degree overflows by its original id in `ids`.
+fn prepare_column(
+    sorted: &SortedGroup,
+    c: usize,
+    (dp, p, psize): (u64, u64, u64),
+    packed: bool,
+    mut deg: Option<&mut [u32]>,
+    ids: &[u64],
+) -> Result<Vec<BlockOut>, Error> {
+    let mut blocks = Vec::with_capacity(p as usize);
+    for sp in 0..p {
+        let (keys, weights) = sorted.block(c * p as usize + sp as usize);
+        let mut out = BlockOut::default();
+        match packed {
+            true => packed::encode_block(keys, &mut out.edges),
+            false => {
+                out.edges.reserve_exact(keys.len() * 4);
+                for &x in keys {
+                    out.edges.extend_from_slice(&(x as u16).to_le_bytes());
+                    out.edges.extend_from_slice(&((x >> 16) as u16).to_le_bytes());
+                }
+            }
+        }
+        out.weights = weights.iter().flat_map(|w| w.to_le_bytes()).collect();
+        if sp == dp {
+            out.self_loops = keys.iter().filter(|&&x| x >> 16 == x & 0xffff).count() as u64;
+        }
+        if let Some(deg) = deg.as_deref_mut() {
+            for &x in keys {
+                let d = (x >> 16) as usize;
+                deg[d] = deg[d]
+                    .checked_add(1)
+                    .ok_or_else(|| Error::DegreeOverflow { id: ids[(dp * psize) as usize + d] })?;
+            }
+        }
+        blocks.push(out);
+    }
+    Ok(blocks)
 }
 
 /// One column group's edges as sorted blocks: block `bi` (`(dp - dp0) * p + sp`) holds keys
