@@ -6,10 +6,11 @@
 //!    else sorted runs merged). Sorting the ids gives the order-preserving dense numbering.
 //! 2. **Bucketing.** Every edge is parsed again (in parallel, by the block pipeline), mapped to
 //!    dense ids, and appended to the bucket file of its destination column group in the scratch
-//!    directory ([`ImportOptions::tmp_dir`]); directed graphs also bucket the reversed edge for
-//!    `rev.*`.
+//!    directory ([`ImportOptions::tmp_dir`]); undirected graphs also bucket the reversed edge.
 //! 3. **Blocks.** One bucket at a time (its size reserved from the memory budget) is sorted by
-//!    (destination partition, source partition, d, s) and written as grid blocks.
+//!    (destination partition, source partition, d, s) and written as grid blocks. A directed
+//!    graph's reverse grid `rev.*` is then built from the forward grid, read back one row group
+//!    at a time (`blocks::write_reverse`), not from buckets of its own.
 //!
 //! The input is edge files ([`import`]) or edges in memory ([`import_from`] with
 //! [`Input::Arrays`]: borrowed `src`/`dst`/weight slices, read in place, no edge file written).
@@ -325,7 +326,9 @@ fn import_passes(
     let per_edge_stored = EDGE_BYTES + if source.weighted { 8 } else { 0 };
     let copies = 2; // undirected: both directions; directed: forward + reverse grids
     let store_bytes = est_input_edges * copies * per_edge_stored + n * 16;
-    let scratch_bytes_est = est_input_edges * copies * (8 + if source.weighted { 8 } else { 0 });
+    // Directed graphs bucket the forward edges only (the reverse grid comes from the forward).
+    let bucketed = if source.directed { 1 } else { 2 };
+    let scratch_bytes_est = est_input_edges * bucketed * (8 + if source.weighted { 8 } else { 0 });
     check_space(stage.path(), store_bytes + if scratch.is_none() { scratch_bytes_est } else { 0 })?;
     if let Some(s) = &scratch {
         check_space(s.path(), scratch_bytes_est)?;
@@ -337,11 +340,11 @@ fn import_passes(
     let groups = p.min(128);
     let cols_per_group = p.div_ceil(groups);
     let groups = p.div_ceil(cols_per_group);
-    let nbuckets = groups * if source.directed { 2 } else { 1 };
+    let nbuckets = groups;
     let buf_bytes = ((budget.available() / 8) / nbuckets.max(1)).clamp(4096, 1 << 20) as usize;
     let _buf_res = budget.reserve("import bucket buffers", buf_bytes as u64 * nbuckets)?;
     let mut buckets = Buckets::create(&scratch_dir, nbuckets as usize, buf_bytes, source.weighted)?;
-    let route = Route { psize, cols_per_group, groups, directed: source.directed };
+    let route = Route { psize, cols_per_group, directed: source.directed };
     let input_edges =
         buckets::bucket_edges(&source, &lookup, pipeline, progress, &mut buckets, &route)?;
     let bucket_info = buckets.finish()?;
@@ -372,36 +375,39 @@ fn import_passes(
     let mut out_deg = vec![0u32; n as usize];
     let mut in_deg = vec![0u32; n as usize];
     let dir = stage.path().to_path_buf();
-    let grids: &[(&str, usize)] =
-        if source.directed { &[("fwd", 0), ("rev", 1)] } else { &[("fwd", 0)] };
-    for &(grid, which) in grids {
-        // Each grid counts its destinations: the forward grid's are in-degrees, the reverse
-        // grid's out-degrees (an undirected grid holds both directions: the same counts).
-        let deg = if which == 0 { &mut in_deg } else { &mut out_deg };
-        let degrees = Some(Degrees { deg, ids: &ids });
-        let bucket_range = (which * groups as usize)..((which + 1) * groups as usize);
-        let w = blocks::write_grid(
+    // Each grid counts its destinations: the forward grid's are in-degrees, the reverse
+    // grid's out-degrees (an undirected grid holds both directions: the same counts).
+    let degrees = Some(Degrees { deg: &mut in_deg, ids: &ids });
+    let fwd = blocks::write_grid(
+        &dir,
+        "fwd",
+        &bucket_info,
+        &meta,
+        cols_per_group,
+        degrees,
+        budget,
+        &cancelled,
+    )?;
+    meta.num_edges = fwd.edges;
+    meta.self_loops = fwd.self_loops;
+    meta.files.extend(fwd.files);
+    drop(bucket_info);
+    if source.directed {
+        let degrees = Some(Degrees { deg: &mut out_deg, ids: &ids });
+        let rev = blocks::write_reverse(
             &dir,
-            grid,
-            &bucket_info[bucket_range],
+            &fwd.index,
             &meta,
             cols_per_group,
             degrees,
             budget,
             &cancelled,
         )?;
-        for (name, sum) in w.files {
-            meta.files.insert(name, sum);
-        }
-        if which == 0 {
-            meta.num_edges = w.edges;
-            meta.self_loops = w.self_loops;
-        }
+        meta.files.extend(rev.files);
     }
     if !source.directed {
         out_deg.copy_from_slice(&in_deg);
     }
-    drop(bucket_info);
     let id_bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
     meta.files.insert("ids.bin".into(), store::write_file(&dir.join("ids.bin"), &id_bytes)?);
     let deg_bytes = |d: &[u32]| d.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();

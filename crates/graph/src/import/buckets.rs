@@ -1,8 +1,8 @@
 //! Pass 2: every edge, mapped to dense ids, appended to the scratch bucket file of its
 //! destination column group (a group is `cols_per_group` partitions). Records are
 //! `u32 s, u32 d[, f64 weight]`. An undirected edge `(a, b)` is bucketed as `(a, b)` and, unless
-//! a self loop, `(b, a)`; a directed one goes to the forward buckets and, reversed, to the
-//! reverse buckets (`groups..2 * groups`).
+//! a self loop, `(b, a)`; a directed one only as `(a, b)`: pass 3 builds the reverse grid from
+//! the forward one (`blocks::write_reverse`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -98,8 +98,6 @@ pub(super) struct Route {
     pub(super) psize: u64,
     /// Partitions per column group.
     pub(super) cols_per_group: u64,
-    /// Column groups (forward buckets).
-    pub(super) groups: u64,
     pub(super) directed: bool,
 }
 
@@ -115,13 +113,10 @@ pub(super) fn bucket_edges(
     let mut input_edges = 0u64;
     let (nbuckets, rec) = (buckets.writers.len(), buckets.record_bytes());
     let group_of = |v: u32| (v as u64 / route.psize / route.cols_per_group) as usize;
-    // The records of edge (a, b): forward, then reversed (directed: into the reverse buckets;
-    // undirected: the other direction, unless a self loop).
+    // The records of edge (a, b): forward, then (undirected, unless a self loop) reversed.
     let records = |a: u32, b: u32, f: &mut dyn FnMut(usize, u32, u32)| {
         f(group_of(b), a, b);
-        if route.directed {
-            f(route.groups as usize + group_of(a), b, a);
-        } else if a != b {
+        if !route.directed && a != b {
             f(group_of(a), b, a);
         }
     };
