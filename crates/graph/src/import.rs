@@ -15,7 +15,7 @@
 //! The input is edge files ([`import`]) or edges in memory ([`import_from`] with
 //! [`Input::Arrays`]: borrowed `src`/`dst`/weight slices, read in place, no edge file written).
 //! [`ImportOptions::progress`] tells another thread the pass running ([`Phase`]); the pipeline's
-//! cancel flag is seen in every pass (the blocks pass checks it per column group and block).
+//! cancel flag is seen in every pass (the blocks pass checks it per column group).
 //!
 //! # Contract
 //! 1. Dense id order is original id order; vertices only in `.v` (isolated) are vertices.

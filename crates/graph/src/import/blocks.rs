@@ -14,9 +14,11 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
 
 use rayon::prelude::*;
-use sluice_io::Budget;
+use sluice_io::{Budget, Reservation};
 
 use super::buckets::Bucket;
 use crate::Error;
@@ -122,10 +124,10 @@ impl GridSink {
     }
 }
 
-/// Writes grid `grid` (`fwd` or `rev`) into `dir` from its `buckets`, one per column group of
+/// Writes grid `grid` (`fwd`, or an undirected graph's only grid) into `dir` from its `buckets`, one per column group of
 /// `cols_per_group` partitions, deleting each bucket once read; the layout, weights and
 /// `simple` come from `meta`. Fills `degrees` when given. Stops with `Cancelled` once
-/// `cancelled` says so (checked per column group and every 4096 blocks).
+/// `cancelled` says so (checked per column group).
 #[allow(clippy::too_many_arguments)] // the grid's inputs, each a different thing
 pub(super) fn write_grid(
     dir: &Path,
@@ -142,59 +144,152 @@ pub(super) fn write_grid(
     let psize = meta.partition_size;
     let weighted = meta.weighted;
     let packed = meta.encoding == Encoding::Packed;
-    let mut sink = GridSink::create(dir, grid, meta)?;
-    for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
-        stop()?;
-        // The group's blocks as stored, beside the sorted keys: at most 4 bytes per edge (and
-        // one frame per block) plus the weights.
-        let stored = count * if weighted { 12 } else { 4 }
-            + if packed { cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 };
-        let _res = budget.reserve(
-            &format!("sorting column group {g} of the {grid} grid"),
-            bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p + stored,
-        )?;
-        let data =
-            std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
-        if data.len() as u64 != *bytes {
-            return Err(Error::corrupt(path, "scratch file has the wrong length"));
-        }
-        // Best effort: frees the disk early; the scratch directory goes with its `TempDir`.
-        let _ = std::fs::remove_file(path);
-        let dp0 = g as u64 * cols_per_group;
-        let cols = cols_per_group.min(p - dp0.min(p)) as usize;
-        let sorted = sort_group(data, meta, dp0, cols * p as usize);
-        // The blocks as stored and the degrees, a column per task (each owns its partition's
-        // slice of the degrees), then written in order below.
-        let prepared: Result<Vec<Vec<BlockOut>>, Error> =
-            column_slices(&mut degrees, dp0, cols, psize)
-                .into_par_iter()
+    let sink = GridSink::create(dir, grid, meta)?;
+    let sink = write_behind(sink, budget, |feed| {
+        for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
+            stop()?;
+            // The bucket and the sorted keys (and weights); then the blocks as stored, at most
+            // 4 bytes per edge (and one frame per block) plus the weights, held until written.
+            let sorting = feed.reserve(
+                &format!("sorting column group {g} of the {grid} grid"),
+                bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
+            )?;
+            let stored = feed.reserve(
+                &format!("column group {g} of the {grid} grid as stored"),
+                count * if weighted { 12 } else { 4 }
+                    + if packed { cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 },
+            )?;
+            let data =
+                std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
+            if data.len() as u64 != *bytes {
+                return Err(Error::corrupt(path, "scratch file has the wrong length"));
+            }
+            // Best effort: frees the disk early; the scratch directory goes with its `TempDir`.
+            let _ = std::fs::remove_file(path);
+            let dp0 = g as u64 * cols_per_group;
+            let cols = cols_per_group.min(p - dp0.min(p)) as usize;
+            let sorted = sort_group(data, meta, dp0, cols * p as usize);
+            // The blocks as stored and the degrees, a column per task (each owns its
+            // partition's slice of the degrees), then written in order by the writer.
+            let prepared: Result<Vec<Vec<BlockOut>>, Error> =
+                column_slices(&mut degrees, dp0, cols, psize)
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(c, mut deg)| {
+                        (0..p as usize)
+                            .map(|sp| {
+                                let (keys, weights) = sorted.block(c * p as usize + sp);
+                                let loops = sp as u64 == dp0 + c as u64;
+                                block_out(
+                                    keys,
+                                    weights,
+                                    packed,
+                                    loops,
+                                    deg.as_mut().map(|d| (&mut *d.0, d.1)),
+                                )
+                            })
+                            .collect()
+                    })
+                    .collect();
+            // (dp, sp) ascending is stream order.
+            let blocks = prepared?
+                .into_iter()
+                .flatten()
                 .enumerate()
-                .map(|(c, mut deg)| {
-                    (0..p as usize)
-                        .map(|sp| {
-                            let (keys, weights) = sorted.block(c * p as usize + sp);
-                            let loops = sp as u64 == dp0 + c as u64;
-                            block_out(
-                                keys,
-                                weights,
-                                packed,
-                                loops,
-                                deg.as_mut().map(|d| (&mut *d.0, d.1)),
-                            )
-                        })
-                        .collect()
+                .map(|(bi, out)| {
+                    let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                    ((dp * p + sp) as usize, sorted.block(bi).0.len() as u64, out)
                 })
                 .collect();
-        // Write the blocks in order: (dp, sp) ascending is stream order.
-        for (bi, out) in prepared?.into_iter().flatten().enumerate() {
-            if bi % 4096 == 4095 {
-                stop()?;
+            drop((sorted, sorting));
+            feed.send(Batch { blocks, _held: stored })?;
+        }
+        Ok(())
+    })?;
+    sink.finish(dir, grid)
+}
+
+/// A column group's blocks, ready to write in stream order: (block, edges, bytes as stored),
+/// and the reservation that holds them.
+struct Batch {
+    blocks: Vec<(usize, u64, BlockOut)>,
+    _held: Reservation,
+}
+
+/// Where the sorting thread hands finished column groups to the writer ([`write_behind`]).
+struct Feed<'a> {
+    tx: SyncSender<Batch>,
+    /// Whether the writer holds no batch (its memory given back).
+    idle: &'a AtomicBool,
+    budget: &'a Budget,
+}
+
+impl Feed<'_> {
+    /// Reserves `bytes` for `what`. While the budget has no room and the writer holds a batch,
+    /// waits for the writer to give it back; then fails as a plain reservation would.
+    fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation, Error> {
+        loop {
+            // Read before trying: `idle` is set only after the batch's memory is given back.
+            let idle = self.idle.load(Ordering::Acquire);
+            match self.budget.reserve(what, bytes) {
+                Ok(r) => return Ok(r),
+                Err(e) if idle => return Err(e.into()),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
             }
-            let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
-            sink.put((dp * p + sp) as usize, sorted.block(bi).0.len() as u64, &out)?;
         }
     }
-    sink.finish(dir, grid)
+
+    /// Hands `batch` to the writer, waiting until it takes it. An error means the writer has
+    /// stopped on an error of its own, which [`write_behind`] reports.
+    fn send(&self, batch: Batch) -> Result<(), Error> {
+        self.idle.store(false, Ordering::Release);
+        self.tx.send(batch).map_err(|_| Error::from(sluice_io::Error::Cancelled))
+    }
+}
+
+/// Sets the flag when dropped (the writer's exit, by return or by panic).
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Runs `sort` with a writer thread beside it: the writer appends each batch `sort` feeds it
+/// to `sink` while `sort` works on the next column group, so the writes (the copy into the
+/// page cache, the CRC-32s, the writeback a memory cgroup forces) overlap the sorting. The
+/// channel holds nothing: at most one group is being written while the next is sorted.
+/// Returns the sink with every batch written; the writer's error comes first.
+fn write_behind<F>(sink: GridSink, budget: &Budget, sort: F) -> Result<GridSink, Error>
+where
+    F: FnOnce(&Feed<'_>) -> Result<(), Error>,
+{
+    let idle = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(0);
+        let writer = std::thread::Builder::new()
+            .name("sluice-import-writer".into())
+            .spawn_scoped(scope, || -> Result<GridSink, Error> {
+                let _idle = SetOnDrop(&idle);
+                let mut sink = sink;
+                for batch in rx {
+                    for (b, edges, out) in &batch.blocks {
+                        sink.put(*b, *edges, out)?;
+                    }
+                    drop(batch);
+                    idle.store(true, Ordering::Release);
+                }
+                Ok(sink)
+            })
+            .map_err(|e| Error::io(Path::new("."), "cannot start the import's writer thread", e))?;
+        let fed = sort(&Feed { tx, idle: &idle, budget });
+        let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match (fed, written) {
+            (_, Err(e)) | (Err(e), Ok(_)) => Err(e),
+            (Ok(()), Ok(sink)) => Ok(sink),
+        }
+    })
 }
 
 /// The degree slices of columns `dp0 .. dp0 + cols` (one per column, each with the original ids
@@ -241,96 +336,108 @@ pub(super) fn write_reverse(
     let open = |path: &Path| File::open(path).map_err(|e| Error::io(path, "cannot read back", e));
     let ef = open(&epath)?;
     let wf = if weighted { Some(open(&wpath)?) } else { None };
-    let mut sink = GridSink::create(dir, "rev", meta)?;
-    for (g, s0) in (0..p).step_by(cols_per_group as usize).enumerate() {
-        if cancelled() {
-            return Err(Error::from(sluice_io::Error::Cancelled));
-        }
-        let s1 = (s0 + cols_per_group).min(p);
-        let cols = (s1 - s0) as usize;
-        // Row `dp`'s blocks (dp, s0 .. s1) of `fwd` are one extent of each file.
-        let extent = |dp: u64| ((dp * p + s0) as usize, (dp * p + s1) as usize);
-        let ext = |dp: u64, at: &[u64]| at[extent(dp).1] - at[extent(dp).0];
-        let ebytes: u64 = (0..p).map(|dp| ext(dp, &fwd.bytes)).sum();
-        let edges: u64 = (0..p).map(|dp| ext(dp, &fwd.offsets)).sum();
-        // The extents, the keys and their sort buffer, the blocks as stored (at most 4 bytes
-        // per edge and one frame per block), and the weights three times over when weighted.
-        let frames = if packed { cols as u64 * p * packed::FRAME_BYTES as u64 } else { 0 };
-        let _res = budget.reserve(
-            &format!("turning row group {g} of the fwd grid round"),
-            ebytes + edges * if weighted { 12 + 24 } else { 12 } + frames,
-        )?;
-        let mut data = vec![0u8; ebytes as usize];
-        let mut wdata = vec![0u8; if weighted { edges as usize * 8 } else { 0 }];
-        let (mut at, mut wat) = (0usize, 0usize);
-        for dp in 0..p {
-            let (lo, len) = (fwd.bytes[extent(dp).0], ext(dp, &fwd.bytes) as usize);
-            ef.read_exact_at(&mut data[at..at + len], lo)
-                .map_err(|e| Error::io(&epath, "cannot read back", e))?;
-            at += len;
-            if let Some(wf) = &wf {
-                let (lo, len) = (fwd.offsets[extent(dp).0] * 8, ext(dp, &fwd.offsets) as usize * 8);
-                wf.read_exact_at(&mut wdata[wat..wat + len], lo)
-                    .map_err(|e| Error::io(&wpath, "cannot read back", e))?;
-                wat += len;
+    let sink = GridSink::create(dir, "rev", meta)?;
+    let sink = write_behind(sink, budget, |feed| {
+        for (g, s0) in (0..p).step_by(cols_per_group as usize).enumerate() {
+            if cancelled() {
+                return Err(Error::from(sluice_io::Error::Cancelled));
             }
-        }
-        // Where block (dp, sp) of `fwd` lies in `data` (and its weights in `wdata`).
-        let mut row_at = Vec::with_capacity(p as usize);
-        let (mut at, mut wat) = (0u64, 0u64);
-        for dp in 0..p {
-            row_at.push((at, wat));
-            at += ext(dp, &fwd.bytes);
-            wat += ext(dp, &fwd.offsets) * 8;
-        }
-        let block_of = |dp: u64, sp: u64| -> (usize, &[u8], &[u8]) {
-            let b = (dp * p + sp) as usize;
-            let first = extent(dp).0;
-            let lo = (row_at[dp as usize].0 + fwd.bytes[b] - fwd.bytes[first]) as usize;
-            let len = (fwd.bytes[b + 1] - fwd.bytes[b]) as usize;
-            let weights = match weighted {
-                true => {
-                    let wlo = row_at[dp as usize].1 + (fwd.offsets[b] - fwd.offsets[first]) * 8;
-                    let wlen = (fwd.offsets[b + 1] - fwd.offsets[b]) * 8;
-                    &wdata[wlo as usize..(wlo + wlen) as usize]
+            let s1 = (s0 + cols_per_group).min(p);
+            let cols = (s1 - s0) as usize;
+            // Row `dp`'s blocks (dp, s0 .. s1) of `fwd` are one extent of each file.
+            let extent = |dp: u64| ((dp * p + s0) as usize, (dp * p + s1) as usize);
+            let ext = |dp: u64, at: &[u64]| at[extent(dp).1] - at[extent(dp).0];
+            let ebytes: u64 = (0..p).map(|dp| ext(dp, &fwd.bytes)).sum();
+            let edges: u64 = (0..p).map(|dp| ext(dp, &fwd.offsets)).sum();
+            // The extents and the weights as values; then the blocks as stored (at most 4 bytes
+            // per edge and one frame per block) and their weights, held until written. A task's
+            // sort buffers hold one block.
+            let reading = feed.reserve(
+                &format!("turning row group {g} of the fwd grid round"),
+                ebytes + edges * if weighted { 16 } else { 0 },
+            )?;
+            let frames = if packed { cols as u64 * p * packed::FRAME_BYTES as u64 } else { 0 };
+            let stored = feed.reserve(
+                &format!("row group {g} of the fwd grid turned round"),
+                edges * if weighted { 12 } else { 4 } + frames,
+            )?;
+            let mut data = vec![0u8; ebytes as usize];
+            let mut wdata = vec![0u8; if weighted { edges as usize * 8 } else { 0 }];
+            let (mut at, mut wat) = (0usize, 0usize);
+            for dp in 0..p {
+                let (lo, len) = (fwd.bytes[extent(dp).0], ext(dp, &fwd.bytes) as usize);
+                ef.read_exact_at(&mut data[at..at + len], lo)
+                    .map_err(|e| Error::io(&epath, "cannot read back", e))?;
+                at += len;
+                if let Some(wf) = &wf {
+                    let (lo, len) =
+                        (fwd.offsets[extent(dp).0] * 8, ext(dp, &fwd.offsets) as usize * 8);
+                    wf.read_exact_at(&mut wdata[wat..wat + len], lo)
+                        .map_err(|e| Error::io(&wpath, "cannot read back", e))?;
+                    wat += len;
                 }
-                false => &[][..],
+            }
+            // Where block (dp, sp) of `fwd` lies in `data` (and its weights in `wdata`).
+            let mut row_at = Vec::with_capacity(p as usize);
+            let (mut at, mut wat) = (0u64, 0u64);
+            for dp in 0..p {
+                row_at.push((at, wat));
+                at += ext(dp, &fwd.bytes);
+                wat += ext(dp, &fwd.offsets) * 8;
+            }
+            let block_of = |dp: u64, sp: u64| -> (usize, &[u8], &[u8]) {
+                let b = (dp * p + sp) as usize;
+                let first = extent(dp).0;
+                let lo = (row_at[dp as usize].0 + fwd.bytes[b] - fwd.bytes[first]) as usize;
+                let len = (fwd.bytes[b + 1] - fwd.bytes[b]) as usize;
+                let weights = match weighted {
+                    true => {
+                        let wlo = row_at[dp as usize].1 + (fwd.offsets[b] - fwd.offsets[first]) * 8;
+                        let wlen = (fwd.offsets[b + 1] - fwd.offsets[b]) * 8;
+                        &wdata[wlo as usize..(wlo + wlen) as usize]
+                    }
+                    false => &[][..],
+                };
+                (b, &data[lo..lo + len], weights)
             };
-            (b, &data[lo..lo + len], weights)
-        };
-        let prepared: Result<Vec<Vec<BlockOut>>, Error> =
-            column_slices(&mut degrees, s0, cols, psize)
-                .into_par_iter()
+            let prepared: Result<Vec<Vec<BlockOut>>, Error> =
+                column_slices(&mut degrees, s0, cols, psize)
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(c, mut deg)| {
+                        let sp = s0 + c as u64;
+                        let mut turn = Turn::default();
+                        (0..p)
+                            .map(|dp| {
+                                let (b, bytes, wbytes) = block_of(dp, sp);
+                                turn.load(fwd, (b, p as usize), (bytes, wbytes), (&epath, &wpath))?;
+                                turn.sort();
+                                block_out(
+                                    &turn.keys,
+                                    &turn.weights,
+                                    packed,
+                                    dp == sp,
+                                    deg.as_mut().map(|d| (&mut *d.0, d.1)),
+                                )
+                            })
+                            .collect()
+                    })
+                    .collect();
+            let blocks = prepared?
+                .into_iter()
+                .flatten()
                 .enumerate()
-                .map(|(c, mut deg)| {
-                    let sp = s0 + c as u64;
-                    let mut turn = Turn::default();
-                    (0..p)
-                        .map(|dp| {
-                            let (b, bytes, wbytes) = block_of(dp, sp);
-                            turn.load(fwd, (b, p as usize), (bytes, wbytes), (&epath, &wpath))?;
-                            turn.sort();
-                            block_out(
-                                &turn.keys,
-                                &turn.weights,
-                                packed,
-                                dp == sp,
-                                deg.as_mut().map(|d| (&mut *d.0, d.1)),
-                            )
-                        })
-                        .collect()
+                .map(|(bi, out)| {
+                    let (dp, sp) = (s0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
+                    let f = (sp * p + dp) as usize; // the same block of `fwd`
+                    ((dp * p + sp) as usize, fwd.offsets[f + 1] - fwd.offsets[f], out)
                 })
                 .collect();
-        for (bi, out) in prepared?.into_iter().flatten().enumerate() {
-            let (dp, sp) = (s0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
-            let b = (dp * p + sp) as usize;
-            sink.put(
-                b,
-                fwd.offsets[(sp * p + dp) as usize + 1] - fwd.offsets[(sp * p + dp) as usize],
-                &out,
-            )?;
+            drop((data, wdata, reading));
+            feed.send(Batch { blocks, _held: stored })?;
         }
-    }
+        Ok(())
+    })?;
     sink.finish(dir, "rev")
 }
 

@@ -112,16 +112,26 @@ pub(super) fn bucket_edges(
 ) -> Result<u64, Error> {
     let mut input_edges = 0u64;
     let (nbuckets, rec) = (buckets.writers.len(), buckets.record_bytes());
-    let group_of = |v: u32| (v as u64 / route.psize / route.cols_per_group) as usize;
-    // The records of edge (a, b): forward, then (undirected, unless a self loop) reversed.
-    let records = |a: u32, b: u32, f: &mut dyn FnMut(usize, u32, u32)| {
-        f(group_of(b), a, b);
-        if !route.directed && a != b {
-            f(group_of(a), b, a);
+    // The column group of a dense id. Partitions are 65536 vertices wide when there are
+    // several (`store::layout_for`), so a shift and a table lookup replace a 64-bit division.
+    let shift = route.psize.trailing_zeros();
+    let pow2 = route.psize.is_power_of_two();
+    let nparts = (u32::MAX as u64 / route.psize + 1) as usize;
+    let table: Vec<u32> =
+        (0..nparts.min(1 << 16)).map(|p| (p as u64 / route.cols_per_group) as u32).collect();
+    let group_of = |v: u32| -> usize {
+        match pow2 {
+            true => table.get((v >> shift) as usize).copied().unwrap_or(0) as usize,
+            false => (v as u64 / route.psize / route.cols_per_group) as usize,
         }
     };
+    // The records of edge (a, b): (a, b) into b's group, then (undirected, unless a self
+    // loop) (b, a) into a's.
+    let twice = |a: u32, b: u32| !route.directed && a != b;
     let per_chunk = |raw: RawEdges| -> Result<Routed, (usize, String)> {
         let mut dense = Vec::with_capacity(raw.src.len());
+        // A counting sort of the records by bucket, in input order within each.
+        let mut ends = vec![0usize; nbuckets];
         for (i, (&a, &b)) in raw.src.iter().zip(&raw.dst).enumerate() {
             let x = lookup
                 .get(a)
@@ -129,29 +139,33 @@ pub(super) fn bucket_edges(
             let y = lookup
                 .get(b)
                 .ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
-            dense.push((x, y));
-        }
-        // A counting sort of the records by bucket, in input order within each.
-        let mut ends = vec![0usize; nbuckets];
-        for &(a, b) in &dense {
-            records(a, b, &mut |k, _, _| ends[k] += rec);
+            let gy = group_of(y);
+            ends[gy] += rec;
+            if twice(x, y) {
+                ends[group_of(x)] += rec;
+            }
+            dense.push((x, y, gy as u32));
         }
         let mut at = 0;
         for e in &mut ends {
             (*e, at) = (at, at + *e);
         }
         let mut bytes = vec![0u8; at];
-        for (i, &(a, b)) in dense.iter().enumerate() {
+        let mut put = |k: usize, s: u32, d: u32, w: f64| {
+            let r = &mut bytes[ends[k]..ends[k] + rec];
+            r[..4].copy_from_slice(&s.to_le_bytes());
+            r[4..8].copy_from_slice(&d.to_le_bytes());
+            if rec == 16 {
+                r[8..].copy_from_slice(&w.to_le_bytes());
+            }
+            ends[k] += rec;
+        };
+        for (i, &(a, b, gb)) in dense.iter().enumerate() {
             let w = raw.w.get(i).copied().unwrap_or(1.0);
-            records(a, b, &mut |k, s, d| {
-                let r = &mut bytes[ends[k]..ends[k] + rec];
-                r[..4].copy_from_slice(&s.to_le_bytes());
-                r[4..8].copy_from_slice(&d.to_le_bytes());
-                if rec == 16 {
-                    r[8..].copy_from_slice(&w.to_le_bytes());
-                }
-                ends[k] += rec;
-            });
+            put(gb as usize, a, b, w);
+            if twice(a, b) {
+                put(group_of(a), b, a, w);
+            }
         }
         Ok(Routed { bytes, ends, edges: dense.len() as u64 })
     };

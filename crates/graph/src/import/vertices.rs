@@ -314,22 +314,34 @@ pub(super) fn vertex_list(
 #[derive(Debug)]
 pub(super) struct Lookup {
     ids: Vec<u64>,
-    table: Option<(Vec<u32>, Reservation)>,
+    table: Option<(Vec<[u64; 2]>, Reservation)>,
 }
 
 impl Lookup {
-    /// The lookup of `ids`, which are sorted and distinct: a direct table when ids are dense
-    /// enough (at most 4 slots per vertex + 1 Mi) and the table fits `budget`, else a binary
-    /// search of `ids`.
+    /// The lookup of `ids`, which are sorted and distinct: a ranked bitmap when ids are dense
+    /// enough (at most 4 slots per vertex + 1 Mi) and it fits `budget`, else a binary search of
+    /// `ids`.
+    ///
+    /// The bitmap holds, per 64 ids, the word of their bits and the number of vertices below
+    /// it: a dense id is that count plus a popcount, one cache line per lookup. At 16 bytes
+    /// per 64 ids it is a sixteenth of a table of `u32` per slot (Kronecker scale 24: 4 MiB,
+    /// which the L3 cache holds, against 64 MiB), and pass 2 looks up two random ids per edge:
+    /// with the table, a third of the import's time.
     pub(super) fn new(ids: Vec<u64>, budget: &Budget) -> Lookup {
         let max = ids.last().copied().unwrap_or(0);
         let n = ids.len() as u64;
         let dense = max < u32::MAX as u64 && max < 4 * n + (1 << 20);
-        let res = dense.then(|| budget.reserve("the id lookup table", (max + 1) * 4).ok());
+        let words = max / 64 + 1;
+        let res = dense.then(|| budget.reserve("the id lookup bitmap", words * 16).ok());
         let table = res.flatten().map(|r| {
-            let mut t = vec![u32::MAX; max as usize + 1];
-            for (i, &v) in ids.iter().enumerate() {
-                t[v as usize] = i as u32;
+            let mut t = vec![[0u64; 2]; words as usize];
+            for &v in &ids {
+                t[(v / 64) as usize][0] |= 1 << (v % 64);
+            }
+            let mut below = 0;
+            for w in &mut t {
+                w[1] = below;
+                below += w[0].count_ones() as u64;
             }
             (t, r)
         });
@@ -340,7 +352,11 @@ impl Lookup {
     #[inline]
     pub(super) fn get(&self, v: u64) -> Option<u32> {
         match &self.table {
-            Some((t, _)) => t.get(v as usize).copied().filter(|&d| d != u32::MAX),
+            Some((t, _)) => {
+                let [bits, below] = *t.get((v / 64) as usize)?;
+                let bit = 1u64 << (v % 64);
+                (bits & bit != 0).then(|| (below + (bits & (bit - 1)).count_ones() as u64) as u32)
+            }
             None => self.ids.binary_search(&v).ok().map(|i| i as u32),
         }
     }
@@ -412,6 +428,13 @@ mod tests {
                 assert_eq!(l.get(v), None, "{v}");
             }
             assert_eq!(l.into_ids(), ids);
+        }
+        // Many words, with ids on and beside word edges: every id in range against a search.
+        let ids: Vec<u64> = (0..5000u64).filter(|v| v % 64 == 63 || (v * 7919) % 3 != 0).collect();
+        let l = Lookup::new(ids.clone(), &Budget::unlimited());
+        assert!(l.table.is_some());
+        for v in 0..5200u64 {
+            assert_eq!(l.get(v), ids.binary_search(&v).ok().map(|i| i as u32), "{v}");
         }
     }
 }
