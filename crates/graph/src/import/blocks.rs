@@ -169,38 +169,16 @@ pub(super) fn write_grid(
             let dp0 = g as u64 * cols_per_group;
             let cols = cols_per_group.min(p - dp0.min(p)) as usize;
             let sorted = sort_group(data, meta, dp0, cols * p as usize);
-            // The blocks as stored and the degrees, a column per task (each owns its
-            // partition's slice of the degrees), then written in order by the writer.
-            let prepared: Result<Vec<Vec<BlockOut>>, Error> =
-                column_slices(&mut degrees, dp0, cols, psize)
-                    .into_par_iter()
-                    .enumerate()
-                    .map(|(c, mut deg)| {
-                        (0..p as usize)
-                            .map(|sp| {
-                                let (keys, weights) = sorted.block(c * p as usize + sp);
-                                let loops = sp as u64 == dp0 + c as u64;
-                                block_out(
-                                    keys,
-                                    weights,
-                                    packed,
-                                    loops,
-                                    deg.as_mut().map(|d| (&mut *d.0, d.1)),
-                                )
-                            })
-                            .collect()
-                    })
-                    .collect();
-            // (dp, sp) ascending is stream order.
-            let blocks = prepared?
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .map(|(bi, out)| {
-                    let (dp, sp) = (dp0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
-                    ((dp * p + sp) as usize, sorted.block(bi).0.len() as u64, out)
-                })
-                .collect();
+            let blocks = prepare_columns(
+                &mut degrees,
+                (dp0, cols),
+                (p, psize),
+                |_: &mut (), c, sp, deg| {
+                    let (keys, weights) = sorted.block(c * p as usize + sp as usize);
+                    let out = block_out(keys, weights, packed, sp == dp0 + c as u64, deg)?;
+                    Ok((keys.len() as u64, out))
+                },
+            )?;
             drop((sorted, sorting));
             feed.send(Batch { blocks, _held: stored })?;
         }
@@ -290,6 +268,40 @@ where
             (Ok(()), Ok(sink)) => Ok(sink),
         }
     })
+}
+
+/// The blocks of columns `c0 .. c0 + cols` as stored, a column per task (each owns its
+/// partition's slice of the degrees, and a scratch `S`): `block(scratch, c, sp, deg)` gives the
+/// edge count and stored bytes of block (c0 + c, sp). Returns them in stream order, each with
+/// its block index, for the writer.
+fn prepare_columns<S, F>(
+    degrees: &mut Option<Degrees<'_>>,
+    (c0, cols): (u64, usize),
+    (p, psize): (u64, u64),
+    block: F,
+) -> Result<Vec<(usize, u64, BlockOut)>, Error>
+where
+    S: Default,
+    F: Fn(&mut S, usize, u64, Option<(&mut [u32], &[u64])>) -> Result<(u64, BlockOut), Error>
+        + Sync,
+{
+    let columns: Result<Vec<Vec<(u64, BlockOut)>>, Error> = column_slices(degrees, c0, cols, psize)
+        .into_par_iter()
+        .enumerate()
+        .map(|(c, mut deg)| {
+            let mut scratch = S::default();
+            (0..p)
+                .map(|sp| block(&mut scratch, c, sp, deg.as_mut().map(|d| (&mut *d.0, d.1))))
+                .collect()
+        })
+        .collect();
+    // (dp, sp) ascending is stream order.
+    let blocks = columns?.into_iter().enumerate().flat_map(|(c, col)| {
+        col.into_iter()
+            .enumerate()
+            .map(move |(sp, (edges, out))| (((c0 + c as u64) * p + sp as u64) as usize, edges, out))
+    });
+    Ok(blocks.collect())
 }
 
 /// The degree slices of columns `dp0 .. dp0 + cols` (one per column, each with the original ids
@@ -400,39 +412,19 @@ pub(super) fn write_reverse(
                 };
                 (b, &data[lo..lo + len], weights)
             };
-            let prepared: Result<Vec<Vec<BlockOut>>, Error> =
-                column_slices(&mut degrees, s0, cols, psize)
-                    .into_par_iter()
-                    .enumerate()
-                    .map(|(c, mut deg)| {
-                        let sp = s0 + c as u64;
-                        let mut turn = Turn::default();
-                        (0..p)
-                            .map(|dp| {
-                                let (b, bytes, wbytes) = block_of(dp, sp);
-                                turn.load(fwd, (b, p as usize), (bytes, wbytes), (&epath, &wpath))?;
-                                turn.sort();
-                                block_out(
-                                    &turn.keys,
-                                    &turn.weights,
-                                    packed,
-                                    dp == sp,
-                                    deg.as_mut().map(|d| (&mut *d.0, d.1)),
-                                )
-                            })
-                            .collect()
-                    })
-                    .collect();
-            let blocks = prepared?
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .map(|(bi, out)| {
-                    let (dp, sp) = (s0 + (bi / p as usize) as u64, (bi % p as usize) as u64);
-                    let f = (sp * p + dp) as usize; // the same block of `fwd`
-                    ((dp * p + sp) as usize, fwd.offsets[f + 1] - fwd.offsets[f], out)
-                })
-                .collect();
+            let blocks = prepare_columns(
+                &mut degrees,
+                (s0, cols),
+                (p, psize),
+                |turn: &mut Turn, c, dp, deg| {
+                    let (b, bytes, wbytes) = block_of(dp, s0 + c as u64);
+                    turn.load(fwd, (b, p as usize), (bytes, wbytes), (&epath, &wpath))?;
+                    turn.sort();
+                    let out =
+                        block_out(&turn.keys, &turn.weights, packed, dp == s0 + c as u64, deg)?;
+                    Ok((turn.keys.len() as u64, out))
+                },
+            )?;
             drop((data, wdata, reading));
             feed.send(Batch { blocks, _held: stored })?;
         }
