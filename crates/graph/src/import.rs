@@ -236,6 +236,10 @@ pub struct ImportReport {
     pub input_bytes: u64,
     /// Bytes of scratch (bucket) data written.
     pub scratch_bytes: u64,
+    /// Wall time of each pass: vertices, bucketing, the forward (or only) grid's blocks, the
+    /// reverse grid's blocks (0 for an undirected graph); the rest (checks, the vertex arrays,
+    /// publishing) is `seconds` less their sum.
+    pub pass_seconds: [f64; 4],
 }
 
 /// Imports `inputs` into a grid store at `out` (see the module docs).
@@ -311,6 +315,12 @@ fn import_passes(
     };
     let scratch_dir = scratch.as_ref().map_or(stage.path(), |s| s.path()).to_path_buf();
 
+    let mut pass_seconds = [0.0; 4];
+    let mut lap = Instant::now();
+    let mut took = |i: usize| {
+        pass_seconds[i] = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+    };
     // Pass 1: vertices.
     phase(Phase::Vertices);
     let vertices::VertexIds { ids, reservation: _vertex_arrays } =
@@ -334,6 +344,7 @@ fn import_passes(
         check_space(s.path(), scratch_bytes_est)?;
     }
 
+    took(0);
     // Pass 2: bucketing.
     phase(Phase::Bucketing);
     let lookup = Lookup::new(ids, budget);
@@ -351,6 +362,7 @@ fn import_passes(
     let scratch_bytes: u64 = bucket_info.iter().map(|b| b.bytes).sum();
     let ids = lookup.into_ids();
 
+    took(1);
     // Pass 3: blocks.
     phase(Phase::Blocks);
     let cancelled = || pipeline.cancel_requested();
@@ -392,6 +404,7 @@ fn import_passes(
     meta.self_loops = fwd.self_loops;
     meta.files.extend(fwd.files);
     drop(bucket_info);
+    took(2);
     if source.directed {
         let degrees = Some(Degrees { deg: &mut out_deg, ids: &ids });
         let rev = blocks::write_reverse(
@@ -404,6 +417,7 @@ fn import_passes(
             &cancelled,
         )?;
         meta.files.extend(rev.files);
+        took(3);
     }
     if !source.directed {
         out_deg.copy_from_slice(&in_deg);
@@ -425,7 +439,8 @@ fn import_passes(
     drop(scratch);
     publish(&dir, out, &parent.join(format!(".{name}.old-{}", std::process::id())))?;
     stage.keep();
-    Ok(ImportReport { meta, seconds: start.elapsed().as_secs_f64(), input_bytes, scratch_bytes })
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(ImportReport { meta, seconds, input_bytes, scratch_bytes, pass_seconds })
 }
 
 /// Moves the finished store `stage` to `out` atomically: the old store (if any) is renamed

@@ -221,6 +221,12 @@ pub(super) fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
                 "edges_per_second": eps,
                 "input_bytes": report.input_bytes,
                 "scratch_bytes": report.scratch_bytes,
+                "pass_seconds": {
+                    "vertices": report.pass_seconds[0],
+                    "bucketing": report.pass_seconds[1],
+                    "blocks": report.pass_seconds[2],
+                    "reverse_blocks": report.pass_seconds[3],
+                },
                 "encoding": m.encoding.name(),
                 "bytes_per_edge": bytes_per_edge,
             }))?
