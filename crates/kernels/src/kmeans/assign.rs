@@ -431,12 +431,18 @@ pub(super) fn assign_lean<
     d: usize,
     c64: &[f64],
     prep: &Prepared<T>,
-    bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
+    mut bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
     partial: &mut BlockPartial,
 ) -> u64 {
     const W: usize = 128;
     // A record length known at compile time unrolls the loops over a record's values.
     let d = if D > 0 { D } else { d };
+    // Where the last pass assigned few of the block's records in full, the one-record loop.
+    if let Some((pass, state, _)) = bounds.as_mut().filter(|(p, b, u)| p.one_by_one(b, *u)) {
+        return bounded_lean::<T, UPDATE, LABELS, D>(
+            avx2, data, first, d, c64, prep, pass, state, partial,
+        );
+    }
     let (m2c, norms) = (&prep.m2c[..], &prep.norms[..]);
     let rec = d * T::SIZE;
     let records = data.len() / rec;
@@ -543,6 +549,76 @@ pub(super) fn assign_lean<
                     partial.far.offer(dist, index, j, coords());
                     far_threshold = partial.far.threshold();
                 }
+            }
+        }
+    }
+    (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
+    assigned
+}
+
+/// [`assign_bounded`] for [`assign_lean`]: the one-record loop, with what to collect and the
+/// record length (`d`, fixed where `D > 0`) known at compile time, and the test without the
+/// norm. The same labels, values and order of additions, so the same bits.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn bounded_lean<T: Float, const UPDATE: bool, const LABELS: bool, const D: usize>(
+    avx2: Avx2Fma,
+    data: &[u8],
+    first: u64,
+    d: usize,
+    c64: &[f64],
+    prep: &Prepared<T>,
+    pass: &PassBounds,
+    state: &mut BlockBounds,
+    partial: &mut BlockPartial,
+) -> u64 {
+    let d = if D > 0 { D } else { d };
+    let rec = d * T::SIZE;
+    let records = data.len() / rec;
+    let mut assigned = 0;
+    let mut x = vec![T::ZERO; d];
+    let mut sums = std::mem::take(&mut partial.sums);
+    let mut counts = std::mem::take(&mut partial.counts);
+    let mut inertia = 0.0;
+    let mut far_threshold = partial.far.threshold();
+    let (lower, label) = (&mut state.lower[..records], &mut state.label[..records]);
+    for (i, r) in data.chunks_exact(rec).enumerate() {
+        let a = label[i] as usize;
+        let c = &c64[a * d..(a + 1) * d];
+        let near = near_avx2::<T>(avx2, r, c);
+        let (j, dist) = if let Some(l) = pass.keeps_near(lower[i], a, near) {
+            lower[i] = l;
+            if UPDATE {
+                row_avx2::<T, false, true, false>(avx2, r, c, &mut sums[a * d..(a + 1) * d]);
+            }
+            (a, near)
+        } else {
+            assigned += 1;
+            let (j, second) = nearest_one::<T, false, true>(Some(avx2), r, prep, &mut x);
+            let j = j as usize;
+            let c = &c64[j * d..(j + 1) * d];
+            let s = if UPDATE { &mut sums[j * d..(j + 1) * d] } else { &mut [][..] };
+            let (dist, xx) = row_avx2::<T, false, UPDATE, true>(avx2, r, c, s).unwrap_or_default();
+            (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
+            (j, dist)
+        };
+        if UPDATE {
+            counts[j] += 1;
+        }
+        inertia += dist;
+        if LABELS {
+            partial.labels.push(j as i32);
+        }
+        if !dist.is_finite() || (UPDATE && dist > far_threshold) {
+            let index = first + i as u64;
+            let coords = || -> Vec<f64> {
+                r.chunks_exact(T::SIZE).map(|b| T::load::<false>(b).to_f64()).collect()
+            };
+            if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
+                partial.bad.get_or_insert(index);
+            } else if UPDATE && partial.far.would_take(dist) {
+                partial.far.offer(dist, index, j, coords());
+                far_threshold = partial.far.threshold();
             }
         }
     }

@@ -373,9 +373,14 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
         let (lean_full, lean_full_labels) = run(true, None, true, "lean.npy");
         assert_eq!(lean_full_labels, full_labels, "{scalar:?}, lean without bounds");
         assert_eq!(bits(&lean_full), bits(&full), "{scalar:?}, lean without bounds");
-        for (one_by_one, lean) in
-            [(Some(false), false), (Some(true), false), (None, false), (None, true)]
-        {
+        for (one_by_one, lean) in [
+            (Some(false), false),
+            (Some(true), false),
+            (None, false),
+            (Some(false), true),
+            (Some(true), true),
+            (None, true),
+        ] {
             let (fast, fast_labels) = run(false, one_by_one, lean, "fast.npy");
             let what =
                 format!("{scalar:?} baseline {baseline}, one by one {one_by_one:?}, lean {lean}");
