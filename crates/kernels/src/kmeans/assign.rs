@@ -14,6 +14,11 @@
 //! the failures in tiles, add the figures); few, one loop in file order that assigns a failure
 //! alone, centres in lanes (`nearest_one`). Both compute every record's label, second
 //! smallest expansion and figures with the same operations in the same order: the same bits.
+//!
+//! Little-endian blocks on AVX2 run the same two loops as [`assign_lean`] (what to collect and,
+//! for d ≤ 16, the record length fixed at compile time, each choice its own function in
+//! `simd.rs`; the test without the record's norm, `bounds::keeps_near`): 1.2–1.5× faster on
+//! 1M × 10 records, k = 20, with the same bits (bench/kernels/README.md).
 
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, Prepared};
