@@ -243,6 +243,21 @@ impl PassBounds {
         keep.then_some(l)
     }
 
+    /// [`PassBounds::keeps`] without the record's norm: `‖x‖² ≤ (‖x − c_a‖ + ‖c_a‖)² ≤
+    /// 2‖x − c_a‖² + 2C²`, and `D·(1 + 2(d + 3)u64)` is at least `‖x − c_a‖²`, so the margin
+    /// of that bound (rounded up by `1 + 4u64`) is at least the margin of the true norm. The
+    /// test spares the norm's `d` multiply-adds per record; the margin grows by at most
+    /// `2E·(1 + 2D/C²)`, which spares a few records fewer only where `E` is not negligible.
+    #[inline(always)]
+    pub(super) fn keeps_near(&self, lower: f64, a: usize, dist: f64) -> Option<f64> {
+        let other = self.other.as_ref()?;
+        let l = (lower - other[a]) * (1.0 - 2.0 * U64);
+        let near = dist * self.direct;
+        let xx = (2.0 * near + 2.0 * self.c2) * (1.0 + 4.0 * U64);
+        let keep = l > 0.0 && near + self.margin(xx) < l * l * (1.0 - 4.0 * U64);
+        keep.then_some(l)
+    }
+
     /// The bound after a full assignment: `second` the second smallest computed expanded
     /// distance, `xx` the record's squared norm.
     #[inline(always)]

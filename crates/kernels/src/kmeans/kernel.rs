@@ -9,7 +9,7 @@ use sluice_io::{Block, BlockKernel};
 
 use super::assign::{Want, assign_block};
 use super::bounds::PassBounds;
-use super::simd::{Avx2Fma, Isa};
+use super::simd::{self, Avx2Fma, Isa};
 use crate::{Dtype, Endian, Scalar};
 
 /// An element type the assignment runs in (f32 or f64).
@@ -205,6 +205,9 @@ pub struct KmeansKernel {
     p32: Prepared<f32>,
     want: Want,
     isa: Isa,
+    /// Whether little-endian blocks on AVX2 run the lean loop (`assign::assign_lean`); off
+    /// only in tests, which compare it with the windows and the one-record loop.
+    lean: bool,
     /// The global index of the plan's first record.
     record0: u64,
     /// Hamerly's bounds for this pass (`bounds.rs`), if the run keeps them.
@@ -230,6 +233,7 @@ impl KmeansKernel {
             p32: Prepared::new(centres, d),
             want: Want { update, labels },
             isa: Isa::detect(),
+            lean: lean_on(),
             record0: 0,
             bounds: None,
         }
@@ -282,6 +286,12 @@ impl KmeansKernel {
             _ => None,
         };
         let assigned = match (self.dtype.scalar, self.dtype.endian) {
+            (Scalar::F64, Endian::Little) if avx2.is_some() && self.lean => {
+                simd::lean::<f64, P64>(avx2.unwrap(), data, first, d, c, p64, w, bounds, &mut p)
+            }
+            (Scalar::F32, Endian::Little) if avx2.is_some() && self.lean => {
+                simd::lean::<f32, P32>(avx2.unwrap(), data, first, d, c, p32, w, bounds, &mut p)
+            }
             (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
                 data, first, d, c, p64, w, bounds, avx2, &mut p,
             ),
@@ -302,6 +312,21 @@ impl KmeansKernel {
         }
         p
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the lean loop off for the kernels made on their own thread.
+    pub(super) static LEAN_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether kernels made on this thread run the lean loop (always, outside tests).
+fn lean_on() -> bool {
+    #[cfg(test)]
+    if LEAN_OFF.with(std::cell::Cell::get) {
+        return false;
+    }
+    true
 }
 
 impl BlockKernel for KmeansKernel {

@@ -11,7 +11,15 @@
 
 use sluice_io::Block;
 
-use super::kernel::{BlockPartial, Float, KmeansKernel};
+use super::assign::{Want, assign_lean};
+use super::bounds::{BlockBounds, PassBounds};
+use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
+
+#[cfg(test)]
+thread_local! {
+    /// Tests force the baseline for the kernels made on their own thread.
+    pub(super) static BASELINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// The instruction set the assignment runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +36,10 @@ impl Isa {
     /// tests and benchmarks).
     pub(super) fn detect() -> Isa {
         if std::env::var_os("SLUICE_KMEANS_BASELINE").is_some_and(|v| v == "1") {
+            return Isa::Baseline;
+        }
+        #[cfg(test)]
+        if BASELINE.with(std::cell::Cell::get) {
             return Isa::Baseline;
         }
         #[cfg(target_arch = "x86_64")]
@@ -61,6 +73,74 @@ impl Isa {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
     kernel.run::<true, 16, 32>(block, Some(Avx2Fma(())))
+}
+
+/// [`assign_lean`] for a block of little-endian records, by what `want` asks (each choice its
+/// own function compiled for AVX2 and FMA, apart from the kernel's dispatch, so that its loops
+/// get the registers to themselves). Returns how many records were assigned in full.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lean<T: Float, const P: usize>(
+    proof: Avx2Fma,
+    data: &[u8],
+    first: u64,
+    d: usize,
+    c64: &[f64],
+    prep: &Prepared<T>,
+    want: Want,
+    bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
+    partial: &mut BlockPartial,
+) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! by_d {
+            ($($n:literal)*) => {
+                match d {
+                    $($n => lean_avx2::<T, P, true, false, $n>,)*
+                    _ => lean_avx2::<T, P, true, false, 0>,
+                }
+            };
+        }
+        let f = match (want.update, want.labels) {
+            (true, true) => lean_avx2::<T, P, true, true, 0>,
+            // The iterations' pass, with the record length fixed for the small ones.
+            (true, false) => by_d!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+            (false, true) => lean_avx2::<T, P, false, true, 0>,
+            (false, false) => lean_avx2::<T, P, false, false, 0>,
+        };
+        // SAFETY: `proof` exists only once the CPU was found to have AVX2 and FMA, all
+        // `lean_avx2` requires.
+        unsafe { f(proof, data, first, d, c64, prep, bounds, partial) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (proof, data, first, d, c64, prep, want, bounds, partial);
+        unreachable!("Avx2Fma is made on x86-64 only")
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn lean_avx2<
+    T: Float,
+    const P: usize,
+    const UPDATE: bool,
+    const LABELS: bool,
+    const D: usize,
+>(
+    proof: Avx2Fma,
+    data: &[u8],
+    first: u64,
+    d: usize,
+    c64: &[f64],
+    prep: &Prepared<T>,
+    bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
+    partial: &mut BlockPartial,
+) -> u64 {
+    assign_lean::<T, P, UPDATE, LABELS, D>(proof, data, first, d, c64, prep, bounds, partial)
 }
 
 /// Proof that the CPU has AVX2 and FMA: made only in [`run_avx2_fma`], after [`Isa::detect`].
@@ -468,14 +548,38 @@ pub(super) fn row_avx2<T: Float, const BIG: bool, const ADD: bool, const DIST: b
         // `d` values of `T` (checked above), `c` `d`, and `sums` `d` where `ADD`.
         return Some(unsafe {
             if T::SIZE == 8 {
-                row_f64::<ADD, DIST>(r.as_ptr(), c, s)
+                row_f64::<ADD, DIST, true>(r.as_ptr(), c, s)
             } else {
-                row_f32::<ADD, DIST>(r.as_ptr(), c, s)
+                row_f32::<ADD, DIST, true>(r.as_ptr(), c, s)
             }
         });
     }
     #[allow(unreachable_code)]
     None
+}
+
+/// `‖x − c‖²` of a little-endian record, as [`row_avx2`] computes it (the same bits), without
+/// the norm.
+#[inline(always)]
+pub(super) fn near_avx2<T: Float>(_proof: Avx2Fma, r: &[u8], c: &[f64]) -> f64 {
+    let d = c.len();
+    assert_eq!(r.len(), d * T::SIZE, "a record of d values");
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; `r` holds
+        // `d` values of `T` (asserted above) and `c` `d`; no sums are touched.
+        return unsafe {
+            if T::SIZE == 8 {
+                row_f64::<false, true, false>(r.as_ptr(), c, std::ptr::null_mut()).0
+            } else {
+                row_f32::<false, true, false>(r.as_ptr(), c, std::ptr::null_mut()).0
+            }
+        };
+    }
+    #[allow(unreachable_code)]
+    {
+        unreachable!("Avx2Fma is made on x86-64 only")
+    }
 }
 
 macro_rules! row {
@@ -484,7 +588,8 @@ macro_rules! row {
         /// AVX2; `r` holds `c.len()` values of the type, `sums` `c.len()` where `ADD`.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn $name<const ADD: bool, const DIST: bool>(
+        #[inline]
+        unsafe fn $name<const ADD: bool, const DIST: bool, const NORM: bool>(
             r: *const u8,
             c: &[f64],
             sums: *mut f64,
@@ -504,7 +609,9 @@ macro_rules! row {
                     if DIST {
                         let e = _mm256_sub_pd(x, _mm256_loadu_pd(c.as_ptr().add(f)));
                         dd = _mm256_add_pd(dd, _mm256_mul_pd(e, e));
-                        xx = _mm256_add_pd(xx, _mm256_mul_pd(x, x));
+                        if NORM {
+                            xx = _mm256_add_pd(xx, _mm256_mul_pd(x, x));
+                        }
                     }
                     if ADD {
                         let s = sums.add(f);
@@ -526,7 +633,9 @@ macro_rules! row {
                 let x = f64::from(unsafe { r.add(f * SIZE).cast::<$t>().read_unaligned() });
                 if DIST {
                     dist += (x - c[f]) * (x - c[f]);
-                    norm += x * x;
+                    if NORM {
+                        norm += x * x;
+                    }
                 }
                 if ADD {
                     // SAFETY: as above.

@@ -330,27 +330,37 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
     let (d, k) = (3, 9);
     let (x, init) = near_ties(&mut rng, d, k);
     let n = x.len() / d;
-    for scalar in [Scalar::F64, Scalar::F32] {
+    // Each instruction set against its own plain Lloyd (fused multiply-adds change the bits).
+    for (scalar, baseline) in
+        [Scalar::F64, Scalar::F32].into_iter().flat_map(|s| [(s, false), (s, true)])
+    {
         let dtype = Dtype::new(scalar, Endian::Little);
         let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
         write_npy(&path, &x, d, dtype);
         write_npy(&init_path, &init, d, dtype);
-        let run = |off: bool, one_by_one: Option<bool>, labels: &str| {
+        // `lean`: the lean loop where the CPU has AVX2 (else the windows or the one-record
+        // loop, by `one_by_one`).
+        let run = |off: bool, one_by_one: Option<bool>, lean: bool, labels: &str| {
             let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
             let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
             bounds::OFF.with(|o| o.set(off));
             bounds::ONE_BY_ONE.with(|o| o.set(one_by_one));
             resident::OFF.with(|o| o.set(off));
+            kernel::LEAN_OFF.with(|o| o.set(!lean));
+            simd::BASELINE.with(|o| o.set(baseline));
             let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
             bounds::OFF.with(|o| o.set(false));
             bounds::ONE_BY_ONE.with(|o| o.set(None));
             resident::OFF.with(|o| o.set(false));
+            kernel::LEAN_OFF.with(|o| o.set(false));
+            simd::BASELINE.with(|o| o.set(false));
             (r, read_labels(&dir.path().join(labels)))
         };
         // Plain Lloyd streaming every pass, against bounds with the data kept in memory: the
         // records that fail their bounds assigned in windows of tiles, one by one, or each
-        // block as its last pass suggests.
-        let (full, full_labels) = run(true, None, "full.npy");
+        // block as its last pass suggests, or by the lean loop (tiles filled as the records
+        // are tested); and the lean loop without bounds.
+        let (full, full_labels) = run(true, None, false, "full.npy");
         assert!(full.history.iter().all(|h| h.assigned == n as u64), "{scalar:?}");
         let passes = full.history.len() as u64 + 1;
         assert_eq!(full.run.bytes_read, passes * x.len() as u64 * dtype.itemsize() as u64);
@@ -360,9 +370,20 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
             v.push(r.inertia.to_bits());
             v
         };
-        for one_by_one in [Some(false), Some(true), None] {
-            let (fast, fast_labels) = run(false, one_by_one, "fast.npy");
-            let what = format!("{scalar:?}, one by one {one_by_one:?}");
+        let (lean_full, lean_full_labels) = run(true, None, true, "lean.npy");
+        assert_eq!(lean_full_labels, full_labels, "{scalar:?}, lean without bounds");
+        assert_eq!(bits(&lean_full), bits(&full), "{scalar:?}, lean without bounds");
+        for (one_by_one, lean) in [
+            (Some(false), false),
+            (Some(true), false),
+            (None, false),
+            (Some(false), true),
+            (Some(true), true),
+            (None, true),
+        ] {
+            let (fast, fast_labels) = run(false, one_by_one, lean, "fast.npy");
+            let what =
+                format!("{scalar:?} baseline {baseline}, one by one {one_by_one:?}, lean {lean}");
             assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
             // The bounds must have spared most records once the centres settle, or this test
             // tests nothing.
