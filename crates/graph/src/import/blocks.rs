@@ -57,6 +57,7 @@ pub(super) struct GridWritten {
 }
 
 /// The files of a grid being written, block by block in stream order, and its index.
+#[derive(Debug)]
 struct GridSink {
     index: GridIndex,
     ew: SumWriter,
@@ -192,12 +193,14 @@ pub(super) fn write_grid(
 
 /// A column group's blocks, ready to write in stream order: (block, edges, bytes as stored),
 /// and the reservation that holds them.
+#[derive(Debug)]
 struct Batch {
     blocks: Vec<(usize, u64, BlockOut)>,
     _held: Reservation,
 }
 
 /// Where the sorting thread hands finished column groups to the writer ([`write_behind`]).
+#[derive(Debug)]
 struct Feed<'a> {
     tx: SyncSender<Batch>,
     /// Whether the writer holds no batch (its memory given back).
@@ -791,6 +794,84 @@ fn radix_sort(keys: &mut [u32], tmp: &mut Vec<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta(partitions: u64) -> Meta {
+        Meta {
+            format: store::FORMAT_NAME.into(),
+            format_version: store::FORMAT_VERSION,
+            num_vertices: 0,
+            num_edges: 0,
+            input_edges: 0,
+            directed: true,
+            weighted: false,
+            simple: false,
+            self_loops: 0,
+            partitions,
+            partition_size: store::MAX_PARTITION_SIZE,
+            source_format: "test".into(),
+            encoding: Encoding::Raw,
+            files: Default::default(),
+            part: None,
+            meta_crc32: String::new(),
+        }
+    }
+
+    /// A batch of block `b` holding `edges` edges of bytes `fill`.
+    fn batch(feed: &Feed<'_>, b: usize, edges: usize, fill: u8) -> Result<Batch, Error> {
+        let held = feed.reserve("a test batch", 600)?;
+        let out = BlockOut { edges: vec![fill; edges * 4], ..BlockOut::default() };
+        Ok(Batch { blocks: vec![(b, edges as u64, out)], _held: held })
+    }
+
+    /// The budget holds one batch at a time: each reservation waits for the writer to give the
+    /// last batch back, every block lands in order, and a reservation that can never fit
+    /// fails instead of waiting for ever.
+    #[test]
+    fn write_behind_waits_for_room_and_fails_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = Budget::new(64 << 20).unwrap();
+        let _others =
+            budget.reserve("what the rest of the process holds", budget.available() - 1000);
+        let sink = GridSink::create(dir.path(), "fwd", &meta(2)).unwrap();
+        let sink = write_behind(sink, &budget, |feed| {
+            for b in 0..3 {
+                feed.send(batch(feed, b, b + 1, b as u8 + 1)?)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let w = sink.finish(dir.path(), "fwd").unwrap();
+        assert_eq!((w.edges, &w.index.offsets[..]), (6, &[0, 1, 3, 6, 6][..]));
+        let bytes = std::fs::read(dir.path().join("fwd.edges")).unwrap();
+        assert_eq!(bytes, [&[1u8; 4][..], &[2; 8], &[3; 12]].concat());
+        assert_eq!(budget.available(), 1000, "every batch's memory given back");
+
+        let sink = GridSink::create(dir.path(), "rev", &meta(2)).unwrap();
+        let e = write_behind(sink, &budget, |feed| {
+            feed.send(batch(feed, 0, 1, 1)?)?;
+            feed.reserve("more than the budget", 1001).map(drop)
+        });
+        assert!(matches!(e, Err(Error::Pipeline(sluice_io::Error::OverBudget { .. }))), "{e:?}");
+    }
+
+    /// A write that fails on the writer thread is the error `write_behind` returns, naming the
+    /// file, and the sorting side stops at its next hand-over.
+    #[test]
+    fn a_failed_write_behind_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("fwd.edges")).unwrap();
+        let sink = GridSink::create(dir.path(), "fwd", &meta(2)).unwrap();
+        let budget = Budget::unlimited();
+        let e = write_behind(sink, &budget, |feed| {
+            // More than the file's 1 MiB buffer, so the write reaches the device.
+            for b in 0..4 {
+                feed.send(batch(feed, b, 1 << 19, 7)?)?;
+            }
+            Ok(())
+        });
+        let e = e.expect_err("writing to /dev/full fails").to_string();
+        assert!(e.contains("fwd.edges"), "{e}");
+    }
 
     /// A seeded xorshift: keys spread over the whole range, with runs of repeats.
     fn keys(n: usize, seed: u64, mask: u32) -> Vec<u32> {
