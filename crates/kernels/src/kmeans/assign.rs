@@ -311,28 +311,14 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
                 }
                 dist
             };
-            if want.update {
-                counts[j] += 1;
-            }
-            inertia += dist;
-            if want.labels {
-                partial.labels.push(j as i32);
-            }
-            // Against the live threshold, and the coordinates copied only for a record the
-            // heap takes: a window-old threshold let every record of a block's first window
-            // allocate (a third of a pass's time).
-            if !dist.is_finite() || (want.update && dist > far_threshold) {
-                let index = first + i as u64;
-                let coords = || -> Vec<f64> {
-                    r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect()
-                };
-                if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
-                    partial.bad.get_or_insert(index);
-                } else if want.update && partial.far.would_take(dist) {
-                    partial.far.offer(dist, index, j, coords());
-                    far_threshold = partial.far.threshold();
-                }
-            }
+            let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+            tally::<T, BIG>(
+                (want.update, want.labels),
+                figures,
+                partial,
+                (first + i as u64, j, dist),
+                r,
+            );
         }
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
@@ -390,25 +376,14 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
             (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
             (j, dist)
         };
-        if want.update {
-            counts[j] += 1;
-        }
-        inertia += dist;
-        if want.labels {
-            partial.labels.push(j as i32);
-        }
-        if !dist.is_finite() || (want.update && dist > far_threshold) {
-            let index = first + i as u64;
-            let coords = || -> Vec<f64> {
-                r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect()
-            };
-            if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
-                partial.bad.get_or_insert(index);
-            } else if want.update && partial.far.would_take(dist) {
-                partial.far.offer(dist, index, j, coords());
-                far_threshold = partial.far.threshold();
-            }
-        }
+        let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+        tally::<T, BIG>(
+            (want.update, want.labels),
+            figures,
+            partial,
+            (first + i as u64, j, dist),
+            r,
+        );
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
     assigned
@@ -536,25 +511,8 @@ pub(super) fn assign_lean<
                 }
                 dist
             };
-            if UPDATE {
-                counts[j] += 1;
-            }
-            inertia += dist;
-            if LABELS {
-                partial.labels.push(j as i32);
-            }
-            if !dist.is_finite() || (UPDATE && dist > far_threshold) {
-                let index = first + i as u64;
-                let coords = || -> Vec<f64> {
-                    r.chunks_exact(T::SIZE).map(|b| T::load::<false>(b).to_f64()).collect()
-                };
-                if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
-                    partial.bad.get_or_insert(index);
-                } else if UPDATE && partial.far.would_take(dist) {
-                    partial.far.offer(dist, index, j, coords());
-                    far_threshold = partial.far.threshold();
-                }
-            }
+            let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+            tally::<T, false>((UPDATE, LABELS), figures, partial, (first + i as u64, j, dist), r);
         }
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
@@ -607,26 +565,44 @@ fn bounded_lean<T: Float, const UPDATE: bool, const LABELS: bool, const D: usize
             (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
             (j, dist)
         };
-        if UPDATE {
-            counts[j] += 1;
-        }
-        inertia += dist;
-        if LABELS {
-            partial.labels.push(j as i32);
-        }
-        if !dist.is_finite() || (UPDATE && dist > far_threshold) {
-            let index = first + i as u64;
-            let coords = || -> Vec<f64> {
-                r.chunks_exact(T::SIZE).map(|b| T::load::<false>(b).to_f64()).collect()
-            };
-            if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
-                partial.bad.get_or_insert(index);
-            } else if UPDATE && partial.far.would_take(dist) {
-                partial.far.offer(dist, index, j, coords());
-                far_threshold = partial.far.threshold();
-            }
-        }
+        let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+        tally::<T, false>((UPDATE, LABELS), figures, partial, (first + i as u64, j, dist), r);
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);
     assigned
+}
+
+/// The figures of record `index` (bytes `r`) once assigned to centre `j` at squared distance
+/// `dist`: its count and label (`update`, `labels`), the inertia, and a non-finite record or a
+/// far one (the candidates that refill empty clusters) noted. `figures` are the loop's counts,
+/// inertia and far threshold, kept out of `partial` so that they stay in registers; inlined,
+/// with `update` and `labels` constants where the caller's are. Against the live threshold, and
+/// the coordinates copied only for a record the heap takes: a window-old threshold let every
+/// record of a block's first window allocate (a third of a pass's time).
+#[inline(always)]
+fn tally<T: Float, const BIG: bool>(
+    (update, labels): (bool, bool),
+    (counts, inertia, far_threshold): (&mut [u64], &mut f64, &mut f64),
+    partial: &mut BlockPartial,
+    (index, j, dist): (u64, usize, f64),
+    r: &[u8],
+) {
+    if update {
+        counts[j] += 1;
+    }
+    *inertia += dist;
+    if labels {
+        partial.labels.push(j as i32);
+    }
+    if !dist.is_finite() || (update && dist > *far_threshold) {
+        let coords = || -> Vec<f64> {
+            r.chunks_exact(T::SIZE).map(|b| T::load::<BIG>(b).to_f64()).collect()
+        };
+        if !dist.is_finite() && coords().iter().any(|x| !x.is_finite()) {
+            partial.bad.get_or_insert(index);
+        } else if update && partial.far.would_take(dist) {
+            partial.far.offer(dist, index, j, coords());
+            *far_threshold = partial.far.threshold();
+        }
+    }
 }
