@@ -77,6 +77,7 @@ mod bounds;
 mod config;
 mod init;
 mod kernel;
+mod lean;
 mod report;
 mod resident;
 mod simd;

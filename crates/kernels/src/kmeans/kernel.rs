@@ -205,7 +205,7 @@ pub struct KmeansKernel {
     p32: Prepared<f32>,
     want: Want,
     isa: Isa,
-    /// Whether little-endian blocks on AVX2 run the lean loop (`assign::assign_lean`); off
+    /// Whether little-endian blocks on AVX2 run the lean loop (`lean::assign_lean`); off
     /// only in tests, which compare it with the windows and the one-record loop.
     lean: bool,
     /// The global index of the plan's first record.

@@ -11,9 +11,10 @@
 
 use sluice_io::Block;
 
-use super::assign::{Want, assign_lean};
+use super::assign::Want;
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
+use super::lean::assign_lean;
 
 #[cfg(test)]
 thread_local! {
