@@ -163,6 +163,23 @@ fn several_partitions_both_modes_match_naive_implementations() {
                 want_bfs,
                 "BFS directed={directed} mem={in_memory}"
             );
+            // The last levels from kept edges (bfs.rs): never, from some level on, from the
+            // first; from a spread of roots, against the naive BFS. Keeping from the first
+            // level streams the grid once and runs every later level in memory.
+            for root in (0..n).step_by(n / 5 + 1).chain([1, 5]) {
+                let want = naive_bfs(n, &arcs, root);
+                for keep in [0, arcs.len() as u64 / 8, u64::MAX] {
+                    let _ = g.take_stats();
+                    let when = |l: bfs::Level| l.live_edges <= keep;
+                    let got = bfs::bfs_keeping(&g, g.original_ids()[root], when).unwrap();
+                    let passes = g.take_stats().passes;
+                    let what = format!("BFS from {root} keeping {keep}: directed={directed}");
+                    assert_eq!(got, want, "{what} mem={in_memory}");
+                    if keep == u64::MAX && arcs.iter().any(|&(s, _)| s == root) {
+                        assert_eq!(passes, 1, "{what}: passes");
+                    }
+                }
+            }
             let _ = g.take_stats();
             assert_eq!(wcc::wcc(&g).unwrap(), want_wcc, "WCC directed={directed} mem={in_memory}");
             // Issue 15: union-find reads every edge once, in one pass over one grid.

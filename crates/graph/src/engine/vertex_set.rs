@@ -62,6 +62,19 @@ impl VertexSet {
     pub fn len(&self) -> u64 {
         self.part_counts.iter().sum()
     }
+    /// The vertices, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = VertexId> + '_ {
+        self.bits.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let b = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    (w * 64) as VertexId + b as VertexId
+                })
+            })
+        })
+    }
     /// Returns true if and only if partition `p` has a vertex in the set.
     pub fn has_partition(&self, p: usize) -> bool {
         self.part_counts[p] > 0
