@@ -134,6 +134,8 @@ pub struct Budget {
 struct Inner {
     total: u64,
     used: AtomicU64,
+    /// The most `used` has been.
+    peak: AtomicU64,
 }
 
 /// Bytes held against a [`Budget`] until dropped.
@@ -157,12 +159,14 @@ impl Budget {
                 budget: total,
             });
         }
-        Ok(Budget { inner: Arc::new(Inner { total, used: AtomicU64::new(BASELINE_BYTES) }) })
+        let (used, peak) = (AtomicU64::new(BASELINE_BYTES), AtomicU64::new(BASELINE_BYTES));
+        Ok(Budget { inner: Arc::new(Inner { total, used, peak }) })
     }
 
     /// A budget with no practical limit (tests, library users that manage memory themselves).
     pub fn unlimited() -> Budget {
-        Budget { inner: Arc::new(Inner { total: u64::MAX / 2, used: AtomicU64::new(0) }) }
+        let (used, peak) = (AtomicU64::new(0), AtomicU64::new(0));
+        Budget { inner: Arc::new(Inner { total: u64::MAX / 2, used, peak }) }
     }
 
     /// The whole budget in bytes.
@@ -175,6 +179,12 @@ impl Budget {
         self.inner.total.saturating_sub(self.inner.used.load(Ordering::Relaxed))
     }
 
+    /// The most ever reserved at once, the program's allowance included: what to compare a
+    /// peak RSS with.
+    pub fn peak(&self) -> u64 {
+        self.inner.peak.load(Ordering::Relaxed)
+    }
+
     /// Reserves `bytes` for `what`, or explains why not (contract rule 2).
     pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation, Error> {
         // Relaxed: the counter orders nothing but itself; fetch_update makes the check and the
@@ -183,7 +193,10 @@ impl Budget {
             used.checked_add(bytes).filter(|&u| u <= self.inner.total)
         });
         match result {
-            Ok(_) => Ok(Reservation { budget: self.clone(), bytes }),
+            Ok(before) => {
+                self.inner.peak.fetch_max(before + bytes, Ordering::Relaxed);
+                Ok(Reservation { budget: self.clone(), bytes })
+            }
             Err(used) => Err(Error::OverBudget {
                 what: what.to_string(),
                 needed: bytes,

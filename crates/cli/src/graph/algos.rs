@@ -195,6 +195,10 @@ fn report(
                 "resident_fraction": resident,
                 "bytes_from_cache": st.cache_bytes,
             },
+            "memory": {
+                "budget_bytes": g.budget().total(),
+                "peak_reserved_bytes": g.budget().peak(),
+            },
             "run": serde_json::to_value(&st.run)?,
             "top": top.iter().map(|(id, v)| json!([id, v])).collect::<Vec<_>>(),
         });

@@ -187,7 +187,7 @@ impl Graph {
                 continue;
             }
             let bytes = e.bytes + if weighted { e.edges * WEIGHT_BYTES } else { 0 };
-            l.fills[i] = cache.admit(&self.budget, bytes, partials);
+            l.fills[i] = cache.admit(&self.budget, bytes, partials, weighted);
         }
     }
 
