@@ -303,4 +303,22 @@ mod tests {
             assert!(budget - available + needed > total, "{total}: the hint would not exceed it");
         }
     }
+
+    // The peak is the most held at once (what a peak RSS is compared with), not a running sum:
+    // it counts the allowance, keeps the high-water mark after releases, and ignores refusals.
+    #[test]
+    fn peak_is_the_most_held_at_once() {
+        let budget = Budget::new(BASELINE_BYTES + 1000).unwrap();
+        assert_eq!(budget.peak(), BASELINE_BYTES);
+        let a = budget.reserve("a", 300).unwrap();
+        let b = budget.reserve("b", 500).unwrap();
+        drop(a);
+        let c = budget.reserve("c", 200).unwrap();
+        assert_eq!(budget.peak(), BASELINE_BYTES + 800);
+        budget.reserve("too much", 400).unwrap_err();
+        assert_eq!(budget.peak(), BASELINE_BYTES + 800);
+        drop((b, c));
+        let _d = budget.reserve("d", 1000).unwrap();
+        assert_eq!(budget.peak(), BASELINE_BYTES + 1000);
+    }
 }
