@@ -140,7 +140,7 @@ pub fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
         "store-meta" => vec![META.as_bytes().to_vec()],
         "store-index" => vec![index(1, &[0, 17]), index(2, &[0, 3, 3, 9, 12]), index(1, &[0, 0])],
         "packed-frame" => {
-            // Frames of a few blocks in both versions: dense, sparse, one destination, escapes.
+            // Frames of a few blocks in every version: dense, sparse, one destination, escapes.
             let blocks: [Vec<u32>; 4] = [
                 (0..3000u32).map(|i| ((i / 3) << 16) | ((i * 7919) % 65536)).collect(),
                 (0..200u32).map(|i| ((i * 300) << 16) | (i * 13)).collect(),
@@ -148,11 +148,13 @@ pub fn seeds(target: &str, shared: &Path) -> Vec<Vec<u8>> {
                 vec![0, 0xffff, 0xffff_0000, 0xffff_ffff],
             ];
             let mut out = Vec::new();
-            use sluice_graph::store::packed::{v0, v1};
-            for (mut b, version) in blocks.into_iter().flat_map(|b| [(b.clone(), 0), (b, 1)]) {
+            use sluice_graph::store::packed::{v0, v1, v2};
+            let encoders = [v0::encode_block, v1::encode_block, v2::encode_block];
+            for (mut b, encode) in blocks.into_iter().flat_map(|b| encoders.map(|e| (b.clone(), e)))
+            {
                 b.sort_unstable();
                 let mut enc = Vec::new();
-                [v0::encode_block, v1::encode_block][version](&b, &mut enc);
+                encode(&b, &mut enc);
                 out.extend(
                     enc.chunks(sluice_graph::store::packed::FRAME_BYTES).map(<[u8]>::to_vec),
                 );

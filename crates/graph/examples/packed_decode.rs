@@ -1,11 +1,11 @@
 //! Decode speed of the packed encoding, side by side in one run (`bench/graph/decode` runs it):
-//! the forward grid of a raw store, each block packed as version 0 and version 1 frames, then,
+//! the forward grid of a raw store, each block packed as version 0, 1 and 2 frames, then,
 //! per repetition and in turn, a plain copy of the raw edges, the CRC-32 of the raw bytes and
 //! the decoding of every frame of each version (each into a buffer reused block by block, as a
 //! pass does, checked against the raw edges). Prints ns/edge of wall and of CPU time (the
 //! thread's own, from `/proc/thread-self/schedstat`), bytes/edge and the load average.
 //!
-//! `cargo run --release -p sluice-graph --example packed_decode -- STORE [REPS]`
+//! `cargo run --release -p sluice-graph --example packed_decode -- STORE [REPS [VERSION]]`
 
 use std::time::Instant;
 
@@ -54,12 +54,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keys: Vec<u32> =
         raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
     // Each version's frames, block by block, and its encoding time.
-    let encoders: [(&str, Encoder); 2] = [
+    let encoders: [(&str, Encoder); 3] = [
         ("v0 (interleaved)", packed::v0::encode_block),
         ("v1 (sections)", packed::v1::encode_block),
+        ("v2 (groups)", packed::v2::encode_block),
     ];
     let mut packs = Vec::new();
-    for (name, encode) in encoders {
+    // A third argument names the only version to run (as `v2`), for `perf stat`.
+    let only = args.get(3).map_or("v", |s| s.as_str());
+    for (name, encode) in encoders.into_iter().filter(|(n, _)| n.starts_with(only)) {
         let t = Instant::now();
         let mut bytes = Vec::new();
         let mut ends = vec![0];
@@ -77,6 +80,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         packs.push((name, bytes, ends));
     }
     println!("{m} edges in {blocks} blocks ({}), one thread", dir.display());
+    if let Some((_, v2, _)) = packs.iter().find(|p| p.0.starts_with("v2")) {
+        widths(v2);
+    }
     let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
     let mut sum = 0u64;
     for rep in 0..reps {
@@ -128,4 +134,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("[{sum}]");
     Ok(())
+}
+
+/// Prints the share of version 2's groups at each (gap, value) width, by edges.
+fn widths(frames: &[u8]) {
+    let mut hist = [[0u64; 17]; 2];
+    for f in frames.chunks(packed::FRAME_BYTES) {
+        let n = u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) as usize - 1;
+        let (mut pos, mut left) = (20, n);
+        while left > 0 {
+            let (wg, wv) = (f[pos] as usize, f[pos + 1] as usize);
+            let k = left.min(32) as u64;
+            hist[0][wg] += k;
+            hist[1][wv] += k;
+            left -= k as usize;
+            pos += 2 + 4 * (wg + wv);
+        }
+    }
+    for (name, h) in ["gap", "source"].iter().zip(&hist) {
+        let total: u64 = h.iter().sum();
+        let cells: Vec<String> = (0..17)
+            .filter(|&w| h[w] * 200 >= total)
+            .map(|w| format!("{w}: {:.1} %", h[w] as f64 * 100.0 / total as f64))
+            .collect();
+        println!("v2 {name} widths, share of edges: {}", cells.join(", "));
+    }
 }

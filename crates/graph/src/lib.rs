@@ -46,7 +46,7 @@
 //! store                   the grid store's on-disk layout: meta.json, indexes, checksums
 //!   dir                   StoreDir: one version of a store, opened once (files by descriptor)
 //!   invariants            structural checks on open (degrees vs blocks, mirrored grids)
-//!   packed                the packed edge encoding: Rice-coded frames per block
+//!   packed                the packed edge encoding: checksummed frames of bit-packed edges
 //!     v0                  version 0 frames: one interleaved stream (still read)
 //!     v1                  version 1 frames: one section per stream (written)
 //!   weights               per-block CRC-32s of the weight files

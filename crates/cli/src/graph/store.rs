@@ -60,9 +60,9 @@ pub(super) struct ImportArgs {
     /// Replace an existing store.
     #[arg(long)]
     force: bool,
-    /// How the grids store edges: raw (4 bytes per edge) or packed (Rice-coded frames: about
-    /// half the bytes a pass reads on skewed graphs, for decode time on every pass) [default:
-    /// raw]
+    /// How the grids store edges: raw (4 bytes per edge) or packed (bit-packed frames: about
+    /// 0.7 of the bytes on skewed graphs, and a block cache that holds more of them, for decode
+    /// time on every pass) [default: raw]
     #[arg(long)]
     encoding: Option<sluice_graph::store::Encoding>,
     /// Write a partitioned store, one part per rank (as `sluice graph partition` does).
@@ -400,7 +400,7 @@ pub(super) fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         let per_edge = fwd as f64 / meta.num_edges.max(1) as f64;
         let how = match meta.encoding {
             sluice_graph::store::Encoding::Raw => "u16 partition-relative ids",
-            sluice_graph::store::Encoding::Packed => "Rice-coded frames",
+            sluice_graph::store::Encoding::Packed => "bit-packed frames",
         };
         say!("encoding       {}", meta.encoding.name());
         say!(
