@@ -443,7 +443,7 @@ impl BlockKernel for PassKernel<'_> {
         let sbase = |br: &layout::BlockRef| (br.sp * self.psize) as u32;
         let bytes = if self.packed {
             // Frames decoded here, on the worker: the applier finds the raw encoding.
-            let mut out = Vec::with_capacity(b.data.len() * 2);
+            let mut out = Vec::with_capacity(crate::store::packed::decoded_bytes(b.data));
             bad = self.layout.frames(
                 e,
                 b.extent_offset,

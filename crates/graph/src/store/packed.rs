@@ -67,6 +67,19 @@ pub fn frame_span(frame: &[u8]) -> Result<(u64, u64), FrameError> {
     Ok((first, count))
 }
 
+/// Most edges a frame of any version holds (version 2's limit; version 1 holds fewer, and
+/// version 0 at least one bit per edge).
+pub const MAX_FRAME_EDGES: usize = v2::MAX_EDGES;
+
+/// Bytes the whole frames `data` decode to in the raw encoding, from their headers (not yet
+/// checked: each frame's count is taken as at most [`MAX_FRAME_EDGES`]), so a decoder can
+/// allocate its output once at its size: the budget reserves 4 bytes per decoded edge, and a
+/// buffer grown by doubling would hold up to twice that.
+pub fn decoded_bytes(data: &[u8]) -> usize {
+    let count = |f: &[u8]| frame_span(f).map_or(0, |(_, n)| n as usize).min(MAX_FRAME_EDGES);
+    data.chunks_exact(FRAME_BYTES).map(|f| 4 * count(f)).sum()
+}
+
 /// Decodes one frame (any version), appending its edges to `out` in the raw encoding (4
 /// bytes each: `s`, `d` as `u16` LE); returns the frame's first edge's index in its block and
 /// its edge count. On an error `out` keeps at most what it held plus whole edges.
@@ -133,6 +146,7 @@ mod tests {
             next += count;
         }
         assert_eq!(next as usize, keys.len());
+        assert_eq!(decoded_bytes(&enc), dec.len(), "the decoded size from the headers");
         dec
     }
 
