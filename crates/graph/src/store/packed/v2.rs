@@ -10,17 +10,20 @@
 //! | 20.. | groups, one after the other; the rest of the frame zero |
 //!
 //! Each edge after the first gives two values: `g = d − pd`, its destination's gap to the last
-//! edge's, and `v = s − ps` when `g = 0` (a source's delta within its destination's run), else
-//! `v = s`. Both are unsigned, so a frame can only hold edges sorted by `(d, s)`. The `n − 1`
-//! values of each kind go in groups of 32 (the last group of a frame may be partial, its unused
-//! slots zero): a group is one byte `wg ≤ 16`, one byte `wv ≤ 16`, then the 32 `g`s in `wg` bits
-//! each (`4·wg` bytes, least significant bit first), then the 32 `v`s in `wv` bits each. A
-//! group's widths are those of its largest values, so a dense block's long runs cost a few
-//! bits per edge and a sparse block's edges about 16 bits of source and a few of gap.
+//! edge's, and `v`, its source. The `n − 1` values of each kind go in groups of 32 (the last
+//! group of a frame may be partial, its unused slots zero): a group is one byte `wg ≤ 16`, one
+//! byte `wv ≤ 16`, then the 32 `g`s in `wg` bits each (`4·wg` bytes, least significant bit
+//! first), then the 32 `v`s in `wv` bits each. In a group whose gaps are all 0 (`wg = 0`: its
+//! edges continue one destination's run), `v = s − ps`, the source's delta; in any other group
+//! `v = s`. Both are unsigned, so a frame can only hold edges sorted by `(d, s)`. A group's
+//! widths are those of its largest values, so a dense block's long runs cost a few bits per
+//! edge and a sparse block's edges about 16 bits of source and a few of gap.
 //!
 //! Decoding is a `match` on the two widths per group (each width its own unpacking loop with
-//! constant shifts and masks), then one pass over the group's 32 edges with no branch that
-//! depends on the data. A frame holds at most [`MAX_EDGES`] edges.
+//! constant shifts and masks), then one pass over the group's 32 edges that carries a single
+//! running sum: of the gaps, or in a group of one run, of the deltas (no select per edge: a
+//! sum that restarts at each run would wait two operations per edge on the last). A frame
+//! holds at most [`MAX_EDGES`] edges.
 
 use super::{FRAME_BYTES, FrameError, frame_span};
 
@@ -53,12 +56,15 @@ pub fn encode_block(keys: &[u32], out: &mut Vec<u8>) {
             for i in 0..take {
                 let (p, x) = (keys[at + i - 1], keys[at + i]);
                 g[i] = (x >> 16) - (p >> 16);
-                v[i] = match g[i] {
-                    0 => (x & 0xffff) - (p & 0xffff),
-                    _ => x & 0xffff,
-                };
+                v[i] = x & 0xffff;
             }
             let wg = width(g.iter().fold(0, |m, &x| m | x));
+            if wg == 0 {
+                // One run: the sources' deltas.
+                for i in (0..take).rev() {
+                    v[i] -= if i == 0 { keys[at - 1] & 0xffff } else { v[i - 1] };
+                }
+            }
             let wv = width(v.iter().fold(0, |m, &x| m | x));
             let size = 2 + 4 * (wg + wv) as usize;
             if pos + size > FRAME_BYTES {
@@ -135,13 +141,19 @@ pub(super) fn decode(frame: &[u8], out: &mut Vec<u8>) -> Result<(u64, u64), Fram
         unpack(&group[2..], wg, &mut g);
         unpack(&group[2 + 4 * wg as usize..], wv, &mut v);
         let (these, rest) = edges.split_at_mut((edges.len()).min(4 * GROUP));
-        for (e, (&g, &v)) in these.chunks_exact_mut(4).zip(g.iter().zip(&v)) {
-            d += g;
-            // A mask, not a branch: whether an edge starts a run is unpredictable.
-            let keep = ((g == 0) as u32).wrapping_neg();
-            s = (s & keep) + v;
-            bad |= s;
-            e.copy_from_slice(&(s | d << 16).to_le_bytes());
+        if wg == 0 {
+            for (e, &v) in these.chunks_exact_mut(4).zip(&v) {
+                s += v;
+                bad |= s;
+                e.copy_from_slice(&(s | d << 16).to_le_bytes());
+            }
+        } else {
+            for (e, (&g, &v)) in these.chunks_exact_mut(4).zip(g.iter().zip(&v)) {
+                d += g;
+                bad |= v;
+                e.copy_from_slice(&(v | d << 16).to_le_bytes());
+            }
+            s = v[these.len() / 4 - 1];
         }
         edges = rest;
         pos += size;
@@ -155,15 +167,28 @@ pub(super) fn decode(frame: &[u8], out: &mut Vec<u8>) -> Result<(u64, u64), Fram
 }
 
 /// `dst[i] = ` the `w`-bit value `i` of `src` (which holds `4·w + 8` bytes or more; each width
-/// its own loop, so the shifts and masks are constants).
+/// its own code, so the shifts and masks are constants).
 fn unpack(src: &[u8], w: u8, dst: &mut [u32; GROUP]) {
+    /// Eight values fill `W` whole bytes: one load each (64 bits up to `W = 8`, 128 above),
+    /// then eight constant shifts. (A loop over the 32 values, each loaded at its own bit
+    /// offset, was left a loop with bounds checks at the common widths 5 and 6.)
     #[inline(always)]
     fn run<const W: usize>(src: &[u8], dst: &mut [u32; GROUP]) {
         let src = &src[..4 * W + 8];
-        for (i, d) in dst.iter_mut().enumerate() {
-            let (b, r) = (i * W / 8, i * W % 8);
-            let x = u64::from_le_bytes(src[b..b + 8].try_into().expect("8 bytes"));
-            *d = ((x >> r) & ((1 << W) - 1)) as u32;
+        let mask = (1u32 << W) - 1;
+        for (k, d) in dst.chunks_exact_mut(8).enumerate() {
+            let b = k * W;
+            if W <= 8 {
+                let x = u64::from_le_bytes(src[b..b + 8].try_into().expect("8 bytes"));
+                for (j, d) in d.iter_mut().enumerate() {
+                    *d = (x >> (j * W)) as u32 & mask;
+                }
+            } else {
+                let x = u128::from_le_bytes(src[b..b + 16].try_into().expect("16 bytes"));
+                for (j, d) in d.iter_mut().enumerate() {
+                    *d = (x >> (j * W)) as u32 & mask;
+                }
+            }
         }
     }
     match w {
