@@ -34,7 +34,7 @@ use sluice_io::{Budget, Reservation};
 
 use super::edge_loop::{apply_block, weights_into};
 use super::{EdgeKernel, Pass};
-use crate::store::packed::{FRAME_BYTES, decode_frame};
+use crate::store::packed::{FRAME_BYTES, decode_checked_frame};
 use crate::store::{EDGE_BYTES, GridIndex};
 
 /// Edges of a cached weighted block whose weights are turned into values at a time.
@@ -217,9 +217,10 @@ fn apply_cached_block<K: EdgeKernel>(
             buf.clear();
             let mut first = None;
             for frame in piece.chunks(FRAME_BYTES) {
-                // Every frame of a kept column decoded when its pass read it (rule 1) and the
-                // bytes are immutable since: decoding cannot fail here.
-                if let Ok((f, _)) = decode_frame(frame, buf) {
+                // Every frame of a kept column decoded, its CRC checked, when its pass read it
+                // (rule 1) and the bytes are immutable since: decoding cannot fail here, and
+                // the CRC is not computed again (as a raw kept column's is not).
+                if let Ok((f, _)) = decode_checked_frame(frame, buf) {
                     first.get_or_insert(lo + f);
                 }
             }
