@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn version_2_packs_long_runs_and_duplicates_in_few_bits() {
         // One destination with every even source: deltas of 2, 2 bits each, no gap bits.
-        let run: Vec<u32> = (0..30_000).map(|s| 7 << 16 | 2 * s).collect();
+        let run: Vec<u32> = (0..30_000).map(|s| (7 << 16) | (2 * s)).collect();
         let mut enc = Vec::new();
         v2::encode_block(&run, &mut enc);
         // A group: 2 width bytes and 32 values of 2 bits, 10 bytes; a full frame holds 407.
