@@ -215,6 +215,11 @@ impl Graph {
             // The weights of the run being read, then (complete) shared with its edge pieces.
             let mut reading: (usize, Vec<u8>) = (usize::MAX, Vec::new());
             let mut read: (usize, Arc<Vec<u8>>) = (usize::MAX, Arc::default());
+            // The run before `read`'s: its buffer serves the next run when no piece holds it
+            // any more, instead of a fresh allocation per run (whose holes the heap kept: peak
+            // RSS 1026 MiB against 910 MiB reserved for scale-24 SSSP, session 13). It is one
+            // of the two runs `read` and `reading` hold at once, so the peak is unchanged.
+            let mut spare: Option<Arc<Vec<u8>>> = None;
             let blocks = &layout.blocks;
             if layout.extents.is_empty() {
                 return Ok(RunStats::default());
@@ -244,7 +249,15 @@ impl Graph {
                         // three times a run while it was copied.
                         let run = layout.extents[part.ext].edges * WEIGHT_BYTES;
                         if reading.0 != part.ext {
-                            reading = (part.ext, Vec::with_capacity(run as usize));
+                            let old = spare.take().and_then(|a| Arc::try_unwrap(a).ok());
+                            let buf = match old.filter(|v| v.capacity() as u64 >= run) {
+                                Some(mut v) => {
+                                    v.clear();
+                                    v
+                                }
+                                None => Vec::with_capacity(run as usize),
+                            };
+                            reading = (part.ext, buf);
                         }
                         if *offset != reading.1.len() as u64 || *offset + bytes.len() as u64 > run {
                             failure = Some(Error::corrupt(&self.dir, "weights out of order"));
@@ -255,7 +268,8 @@ impl Graph {
                     }
                     Values::Edges { pieces, .. } if weighted => {
                         if read.0 != part.ext && reading.0 == part.ext {
-                            read = (part.ext, Arc::new(std::mem::take(&mut reading.1)));
+                            let run = Arc::new(std::mem::take(&mut reading.1));
+                            spare = Some(std::mem::replace(&mut read, (part.ext, run)).1);
                             reading.0 = usize::MAX;
                             if let Err(e) = self.verify_weights(layout, part.ext, &read.1) {
                                 failure = Some(e);
