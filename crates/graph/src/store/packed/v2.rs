@@ -1,6 +1,6 @@
 //! Version 2 frames (byte 19 of the header is 2): bit-packed groups of 32 edges, built to be
-//! decoded at memory speed (version 1 reads Rice codes, whose unary parts cost a loop per
-//! value: about 4.5 ns per edge, against about 1 here, for some 5–10 % more bytes).
+//! decoded fast (version 1 reads Rice codes, whose unary parts cost a loop per value: at scale
+//! 24, 8.6–9.3 ns per edge against 2.8–3.7 here, for 2.80 bytes per edge against 2.39).
 //!
 //! | bytes | contents |
 //! |---|---|
@@ -15,7 +15,7 @@
 //! byte `wv ≤ 16`, then the 32 `g`s in `wg` bits each (`4·wg` bytes, least significant bit
 //! first), then the 32 `v`s in `wv` bits each. In a group whose gaps are all 0 (`wg = 0`: its
 //! edges continue one destination's run), `v = s − ps`, the source's delta; in any other group
-//! `v = s`. Both are unsigned, so a frame can only hold edges sorted by `(d, s)`. A group's
+//! `v = s`. Gaps and deltas are unsigned: the encoder takes a block sorted by `(d, s)`. A group's
 //! widths are those of its largest values, so a dense block's long runs cost a few bits per
 //! edge and a sparse block's edges about 16 bits of source and a few of gap.
 //!
