@@ -2,17 +2,22 @@
 //! 512M` peaked at 757–810 MiB on a scale-22 store). Each weighted run — streaming `sssp`, `spmv`
 //! and `sssp --in-memory` — runs at the smallest budget it accepts (found from the refusal's
 //! "needs --memory NM at least"), and its own peak RSS, read with GNU time, is at most the
-//! budget plus 64 MiB (the note's rule). Before: the in-memory load held the raw weight file
-//! beside the decoded weights (8 bytes per edge outside the reservation), and glibc's per-thread
-//! malloc arenas kept the blocks a pass freed on one thread out of reach of the others.
+//! budget plus [`SLACK`]. Before: the in-memory load held the raw weight file beside the decoded
+//! weights (8 bytes per edge outside the reservation), and glibc's per-thread malloc arenas kept
+//! the blocks a pass freed on one thread out of reach of the others. Then (session 15): the
+//! allocator's free pages between live blocks, and the partials waiting in the pipeline's
+//! reorder window, were outside the reservations; streaming `sssp` at its smallest budget
+//! (145 MiB then) peaked at 161-169 MiB, and the allowance was 64 MiB.
 
 use std::path::Path;
 use std::process::Command;
 
 use sluice_testkit::{output_text, output_with_peak_rss};
 
-/// Bytes above the budget a run may use (the note's rule).
-const SLACK: u64 = 64 << 20;
+/// Bytes above the budget a run may use: the resident set's peaks between two of the pipeline's
+/// checks (`sluice_io::Budget::hold_resident`). Nine streaming `sssp` runs at their smallest
+/// budget, 147 MiB, peaked at 139.5-149.5 MiB.
+const SLACK: u64 = 8 << 20;
 
 /// Runs sluice with `args`; returns (exit code, stdout and stderr, its own peak RSS in bytes).
 fn sluice_rss(args: &[&str]) -> (Option<i32>, String, u64) {

@@ -129,6 +129,15 @@ pub trait BlockKernel: Sync {
         let _ = buffer;
         self.process(block)
     }
+
+    /// Heap bytes the partial of a block of `len` bytes may hold until the sink takes it (a copy
+    /// of the block, decoded values). The pipeline reserves this for every read its reorder
+    /// window lets run ahead of the sink (`pipeline.rs` rule 8). The default, 0, is for partials
+    /// of a few numbers.
+    fn partial_bytes(&self, len: usize) -> u64 {
+        let _ = len;
+        0
+    }
 }
 
 /// Where a block's bytes lie: a pool buffer of the IOC engine, or elsewhere (a seam record, a

@@ -38,6 +38,12 @@
 //!    no copy); the rest goes O_DIRECT. A file system that refuses O_DIRECT (`EINVAL`) is read
 //!    buffered. The decision and its reason are in [`RunStats::files`]. It never changes which
 //!    blocks the kernel sees.
+//! 8. The partials waiting in the reorder window are reserved too: `window ×`
+//!    [`BlockKernel::partial_bytes`]`(block_size)`. The window is `2 × max(pool buffers, 16)`
+//!    reads, fewer (down to `2 × workers`) when that does not fit what is left of the budget;
+//!    a window of `2 × workers` that does not fit is [`Error::OverBudget`]. Without this, the
+//!    partials a graph pass copies (its reads' edges and weights) held 30 MB beyond its
+//!    reservations at scale 22 while the appliers lagged (issue 15, session 15).
 //!
 //! # Threads and costs
 //! IOC: `io_threads` I/O threads `sluice-io-N` (io_uring), or `io_threads × queue_depth` pread
@@ -176,6 +182,17 @@ where
             budget: budget.total(),
         }
     })?;
+    // Rule 8: the partials the reorder window holds.
+    let per_read = kernel.partial_bytes(s.block_size);
+    let mut window = 2 * buffers.max(16);
+    let least = (2 * s.workers).clamp(1, window);
+    if let Some(fits) = budget.available().checked_div(per_read) {
+        window = window.min(usize::try_from(fits).unwrap_or(usize::MAX)).max(least);
+    }
+    let _waiting = budget.reserve(
+        &format!("partial results waiting for their turn ({window} reads)"),
+        (window as u64).saturating_mul(per_read),
+    )?;
     let shared = Shared {
         kernel,
         layout: plan.layout(),
@@ -184,9 +201,10 @@ where
         files,
         granules,
         assembler: Assembler::default(),
-        gate: Gate::new(reads, 2 * buffers.max(16)),
+        gate: Gate::new(reads, window),
         failure: Mutex::new(None),
         pool,
+        budget: budget.clone(),
         filled: Queue::new(),
         progress: config.progress.as_deref(),
         cancel: config.cancel.as_deref(),

@@ -30,6 +30,8 @@
 //!    `/dev/null` (an `.init_array` entry, run by the C library before `main`). Asking after
 //!    the fact cannot tell that reopened descriptor from a `/dev/null` the parent opened
 //!    read-write on purpose (Python's `subprocess.DEVNULL`), which must run.
+//! 7. [`resident_bytes`] is the process's resident set as the kernel counts it for `ps`, GNU
+//!    time and the cgroup: what `--memory` caps (memory.rs rule 5).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -344,7 +346,9 @@ pub fn one_malloc_arena() -> bool {
 /// Hands the free memory of malloc's arenas back to the kernel (`malloc_trim(0)`: the free
 /// pages inside the heap too, not only its top), so that holes a pass's frees leave in the one
 /// arena do not stay resident into the next pass (contract rule 5); a no-op where the C library
-/// is not glibc. Costs a walk of the arena's free lists: call it between passes, not per block.
+/// is not glibc. Costs a walk of the arena's free lists, and the pages it frees fault back in
+/// when reused: call it between passes, or when the resident set nears the budget
+/// ([`crate::Budget::hold_resident`]), not per block.
 pub fn trim_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only releases memory the allocator holds free (malloc_trim(3));
@@ -352,6 +356,20 @@ pub fn trim_malloc_arenas() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// This process's resident set in bytes (anonymous and file pages, what `ps` calls RSS), from
+/// `/proc/self/statm` read at offset 0 of a descriptor opened once (about a microsecond);
+/// `None` where that file cannot be read (contract rule 7).
+pub(crate) fn resident_bytes() -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    static STATM: std::sync::OnceLock<Option<File>> = std::sync::OnceLock::new();
+    let file = STATM.get_or_init(|| File::open("/proc/self/statm").ok()).as_ref()?;
+    let mut text = [0u8; 128];
+    let len = file.read_at(&mut text, 0).ok()?;
+    // "size resident shared text lib data dt", in pages.
+    let pages = std::str::from_utf8(&text[..len]).ok()?.split_whitespace().nth(1)?;
+    Some(pages.parse::<u64>().ok()? * page_size())
 }
 
 /// Set before `main` if descriptor 1 was closed (contract rule 6).

@@ -602,6 +602,79 @@ fn over_budget_is_an_error_before_any_read() {
     }
 }
 
+/// A kernel whose partials copy their block, as a graph pass's do: `held` counts the bytes of
+/// partials made and not yet taken by the sink, `most` the largest that sum has been.
+struct Copies {
+    declared: u64,
+    held: AtomicU64,
+    most: AtomicU64,
+}
+
+impl BlockKernel for Copies {
+    type Partial = Vec<u8>;
+    fn process(&self, block: &Block<'_>) -> Vec<u8> {
+        let now = self.held.fetch_add(block.data.len() as u64, Ordering::SeqCst);
+        self.most.fetch_max(now + block.data.len() as u64, Ordering::SeqCst);
+        block.data.to_vec()
+    }
+    fn partial_bytes(&self, len: usize) -> u64 {
+        self.declared.max(len as u64)
+    }
+}
+
+#[test]
+fn partials_waiting_for_the_sink_are_reserved_and_the_window_fits_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, plan) = one_file(dir.path(), 8 << 20);
+    let bytes = std::fs::read(&file).unwrap();
+    let block = 64 << 10;
+    // A slow sink lets the workers run as far ahead as the window allows. Budgets: roomy (the
+    // full window), and tight (the window shrinks to what is left after the pool).
+    for extra in [64 << 20, 3 << 20] {
+        for engine in [Engine::Ioc, Engine::Sync] {
+            let budget = Budget::new(sluice_io::memory::BASELINE_BYTES + extra).unwrap();
+            let kernel = Copies { declared: 0, held: AtomicU64::new(0), most: AtomicU64::new(0) };
+            let mut got = Vec::new();
+            PipelineBuilder::new()
+                .engine(engine)
+                .block_size(block)
+                .workers(2)
+                .budget(budget.clone())
+                .build()
+                .unwrap()
+                .run_ordered(&plan, &kernel, |part| {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    kernel.held.fetch_sub(part.len() as u64, Ordering::SeqCst);
+                    got.extend_from_slice(&part);
+                })
+                .unwrap();
+            assert!(got == bytes, "{engine:?} at {extra}: the stream, whole and in order");
+            let most = kernel.most.load(Ordering::SeqCst);
+            assert!(most >= block as u64, "{engine:?} at {extra}: copies were held");
+            // What the partials held was reserved: the peak covers the program and them.
+            let peak = budget.peak();
+            assert!(
+                peak >= sluice_io::memory::BASELINE_BYTES + most && peak <= budget.total(),
+                "{engine:?} at {extra}: partials held {most} bytes, peak reserved {peak} of {}",
+                budget.total()
+            );
+            assert_eq!(budget.available(), extra, "{engine:?} at {extra}: all given back");
+        }
+    }
+    // A window of two reads per worker that does not fit is refused, naming what it is for.
+    let budget = Budget::new(sluice_io::memory::BASELINE_BYTES + (64 << 20)).unwrap();
+    let kernel = Copies { declared: 1 << 30, held: AtomicU64::new(0), most: AtomicU64::new(0) };
+    let err = PipelineBuilder::new()
+        .block_size(block)
+        .workers(2)
+        .budget(budget)
+        .build()
+        .unwrap()
+        .run(&plan, &kernel)
+        .unwrap_err();
+    assert!(matches!(&err, Error::OverBudget { what, .. } if what.contains("waiting")), "{err:?}");
+}
+
 #[test]
 fn missing_file_and_directory_are_errors_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();

@@ -198,6 +198,7 @@ fn report(
             "memory": {
                 "budget_bytes": g.budget().total(),
                 "peak_reserved_bytes": g.budget().peak(),
+                "allocator_trims": g.budget().trims(),
             },
             "run": serde_json::to_value(&st.run)?,
             "top": top.iter().map(|(id, v)| json!([id, v])).collect::<Vec<_>>(),

@@ -184,7 +184,7 @@ impl Graph {
             self.budget.reserve("column partial results", partials_bytes(layout, weighted))?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_, K::State>>(appliers * 2);
         let rx = Mutex::new(rx);
-        let pk = PassKernel { layout, psize, packed: self.packed() };
+        let pk = PassKernel::new(layout, psize, self.packed());
         let out = std::thread::scope(|scope| {
             for _ in 0..appliers {
                 let rx = &rx;
@@ -422,10 +422,31 @@ struct PassKernel<'a> {
     layout: &'a Layout,
     psize: usize,
     packed: bool,
+    /// Heap bytes a read's partial holds per stored byte, in sixteenths: its edges decoded
+    /// (packed: the pass's decoded-to-stored ratio, rounded up), or its weights copied, and a
+    /// copy for the block cache when the pass fills it.
+    held_x16: u64,
+}
+
+impl<'a> PassKernel<'a> {
+    fn new(layout: &'a Layout, psize: usize, packed: bool) -> PassKernel<'a> {
+        let stored: u64 = layout.extents.iter().map(|e| e.bytes).sum();
+        let decoded: u64 = layout.extents.iter().map(|e| e.edges * EDGE_BYTES).sum();
+        let expand = match packed && stored > 0 {
+            true => (decoded * 16).div_ceil(stored).max(16),
+            false => 16,
+        };
+        let keep = if layout.fills.iter().any(Option::is_some) { 16 } else { 0 };
+        PassKernel { layout, psize, packed, held_x16: expand + keep }
+    }
 }
 
 impl BlockKernel for PassKernel<'_> {
     type Partial = Partial;
+    fn partial_bytes(&self, len: usize) -> u64 {
+        (len as u64).saturating_mul(self.held_x16).div_ceil(16)
+    }
+
     fn process(&self, b: &Block<'_>) -> Self::Partial {
         let (ext, read) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];

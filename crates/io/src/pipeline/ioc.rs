@@ -137,6 +137,7 @@ fn worker_thread<K: BlockKernel>(
             let chunk = if index == first.index { first } else { shared.map.chunk(index) };
             let t0 = shared.now_ns();
             let data = shared.data(&chunk, buf.as_deref());
+            shared.budget.hold_resident();
             let result = shared.compute_read(&chunk, data, buf.as_ref(), &mut outbox, &mut out);
             // A mapped read of a file that shrank saw zeros (sys.rs rule 3): an error.
             let result = result.and_then(|a| shared.files[chunk.file].check_mapping().map(|()| a));

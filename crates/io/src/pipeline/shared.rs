@@ -75,6 +75,8 @@ pub(super) struct Shared<'a, K: BlockKernel> {
     pub(super) gate: Gate,
     pub(super) failure: Mutex<Option<Error>>,
     pub(super) pool: Arc<BufPool>,
+    /// The run's budget: workers hold the resident set within it (memory.rs rule 5).
+    pub(super) budget: crate::Budget,
     pub(super) filled: Queue<Filled>,
     pub(super) progress: Option<&'a AtomicU64>,
     /// The caller's cancel flag ([`crate::PipelineBuilder::cancel`]), checked after every read.

@@ -70,6 +70,7 @@ fn sync_thread<K: BlockKernel>(
         }
         let data = &buf.bytes()[chunk.skip..chunk.skip + chunk.len];
         let mut outbox = Vec::with_capacity(2);
+        shared.budget.hold_resident();
         let result = shared
             .compute_read(&chunk, data, None, &mut outbox, &mut out)
             .and_then(|applied| shared.compute_seams(applied, &mut outbox, &mut out));
