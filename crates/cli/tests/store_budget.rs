@@ -1,7 +1,7 @@
 //! `graph info` and `graph verify` take `--memory` like every subcommand (issue 17 item 13) and
 //! stay within it: `verify` on a store whose vertex arrays exceed the budget refuses, naming the
 //! smallest budget, and runs at that budget with its peak RSS (read with GNU time) at most the
-//! budget plus 64 MiB; a bad `--memory` is an error naming the flag.
+//! budget; a bad `--memory` is an error naming the flag.
 
 use std::process::Command;
 
@@ -63,7 +63,7 @@ fn info_and_verify_take_memory_and_verify_stays_within_it() {
     let (code, text, rss) = sluice_rss(&["graph", "verify", &store, "--memory", &memory]);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.starts_with("ok: "), "{text}");
-    assert!(rss <= (mib << 20) + (64 << 20), "verify peak RSS {} MiB at {memory}", rss >> 20);
+    assert!(rss <= mib << 20, "verify peak RSS {} MiB at {memory}", rss >> 20);
 }
 
 /// The subcommands `sluice HELP_PATH --help` lists (clap's own list, not one kept here).
@@ -108,7 +108,8 @@ fn smallest(text: &str) -> u64 {
 }
 
 // gen, partition and validate hold memory of their own: each refuses a budget too small with
-// the smallest that works, and runs at that budget within it (peak RSS ≤ budget + 64 MiB).
+// the smallest that works, and runs at that budget within it (peak RSS ≤ budget; session 15
+// measured gen 45 of 56 MiB, partition 11 of 24, validate 142 of 180, verify 13 of 31).
 #[test]
 fn gen_partition_and_validate_stay_within_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,7 +135,7 @@ fn gen_partition_and_validate_stay_within_memory() {
     assert!(mib > 20, "{text}");
     let (code, text, rss) = generate(&format!("{mib}M"));
     assert_eq!(code, Some(0), "{text}");
-    assert!(rss <= (mib + 64) << 20, "gen peak RSS {} MiB at {mib}M", rss >> 20);
+    assert!(rss <= mib << 20, "gen peak RSS {} MiB at {mib}M", rss >> 20);
 
     let import = ["graph", "import", "--format", "bin", "--directed", "--memory", "128M"];
     let (code, text, _) = sluice_rss(&[&import[..], &[&d("k.bin"), "-o", &d("k.grid")]].concat());
@@ -151,7 +152,7 @@ fn gen_partition_and_validate_stay_within_memory() {
         "24M",
     ]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(rss <= (24 + 64) << 20, "partition peak RSS {} MiB at 24M", rss >> 20);
+    assert!(rss <= 24 << 20, "partition peak RSS {} MiB at 24M", rss >> 20);
     let (code, text, _) = sluice_rss(&["graph", "verify", &d("p/part-0002"), "--memory", "128M"]);
     assert_eq!(code, Some(0), "{text}");
 
@@ -194,5 +195,5 @@ fn gen_partition_and_validate_stay_within_memory() {
     };
     assert_eq!(code, Some(0), "{text}");
     assert!(text.starts_with("ok"), "{text}");
-    assert!(rss <= (budget + 64) << 20, "validate peak RSS {} MiB at {budget}M", rss >> 20);
+    assert!(rss <= budget << 20, "validate peak RSS {} MiB at {budget}M", rss >> 20);
 }
