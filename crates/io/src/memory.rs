@@ -14,7 +14,9 @@
 //!    (holes left between live blocks of varying sizes, which it keeps for reuse). The pipeline
 //!    calls [`Budget::hold_resident`] before every block: when the resident set comes within
 //!    [`Budget::trim_margin`] of the total, the allocator's free pages go back to the kernel.
-//!    Live bytes are within the reservations, so the resident set falls back under the budget.
+//!    Live bytes are within the reservations, so the resident set falls back to about what is
+//!    reserved (pages of files the pipeline maps are not reserved themselves: the pool it
+//!    reserves and leaves untouched for them stands in).
 //!    Scale-22 weighted SSSP at `--memory 300M`: peak RSS 335-342 MiB without this (4 runs),
 //!    294 MiB with it (2 runs), and 294 MiB with the reorder window reserved too (pipeline.rs
 //!    rule 8), which at `--memory 250M` holds it to 248 MiB. Trimming costs page faults when

@@ -30,8 +30,8 @@
 //!    `/dev/null` (an `.init_array` entry, run by the C library before `main`). Asking after
 //!    the fact cannot tell that reopened descriptor from a `/dev/null` the parent opened
 //!    read-write on purpose (Python's `subprocess.DEVNULL`), which must run.
-//! 7. [`resident_bytes`] is the process's resident set as the kernel counts it for `ps`, GNU
-//!    time and the cgroup: what `--memory` caps (memory.rs rule 5).
+//! 7. [`resident_bytes`] is the process's resident set as `ps` and GNU time count it (anonymous
+//!    and file-backed pages): what `--memory` caps (memory.rs rule 5).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
