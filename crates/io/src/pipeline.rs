@@ -26,9 +26,10 @@
 //!    after reaping, when the buffers it just reaped are still with the workers; completions
 //!    arrive in bursts of up to a queue's worth, and without a spare buffer per slot a `--trace`
 //!    showed only 20–26 of 32 reads in flight (32.0 with the slack). When the pool does not fit
-//!    what is left of the budget, the defaults shrink (queue depth down to 2, then block size
-//!    down to 64 KiB; a value the user set never changes) before the run is refused, so small
-//!    inputs run under small budgets (issue 16 item 5).
+//!    what is left of the budget (with the smallest reorder window of rule 8), the defaults
+//!    shrink (queue depth down to 2, then block size down to 64 KiB; a value the user set never
+//!    changes) before the run is refused, so small inputs run under small budgets (issue 16
+//!    item 5).
 //! 6. A read covering the stream offset given to `inject_read_error` (or in the environment
 //!    variable `SLUICE_INJECT_READ_ERROR`) fails with `EIO`, in every engine and backend.
 //! 7. Each file is read one way, decided once per run from [`DirectMode`] and its page-cache
@@ -152,11 +153,14 @@ where
         && config.mmap
         && std::env::var("SLUICE_NO_MMAP").map_or(true, |v| v != "1");
     let (files, of_extent) = open_files(plan, s.direct, allow_map)?;
-    // Rule 5: the defaults shrink until the pool fits what is left of the budget.
+    // Rule 5: the defaults shrink until the pool, and the smallest reorder window's partials
+    // (rule 8), fit what is left of the budget.
     let mut map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
-    while pool_buffers(&s, map.total(), u64::MAX) as u64 * s.block_size as u64 > budget.available()
-        && s.shrink(config)
-    {
+    let need = |s: &Settings, reads: usize| {
+        let pool = pool_buffers(s, reads, u64::MAX) as u64 * s.block_size as u64;
+        pool.saturating_add((2 * s.workers) as u64 * kernel.partial_bytes(s.block_size))
+    };
+    while need(&s, map.total()) > budget.available() && s.shrink(config) {
         map = ChunkMap::new(plan, &files, &of_extent, s.block_size);
     }
     let reads = map.total();
