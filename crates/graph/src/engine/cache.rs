@@ -137,7 +137,10 @@ fn weight_len(c: &Column) -> u64 {
 /// A weighted pass keeps another eighth: it allocates each column's weights whole (16 MiB a
 /// column at Kronecker scale 24) and the allocator keeps freed runs for reuse, so SSSP at
 /// scale 24 and `--memory 1G` peaked at 1026 MiB RSS with 910 MiB reserved, and a 1 GiB
-/// cgroup killed it.
+/// cgroup killed it. Since session 15 the reorder window's partials are reserved and the
+/// pipeline trims the allocator's free pages near the budget; a slack of 16 MiB and 1/16 for
+/// both kinds of pass was tried then and not kept: PageRank was no faster (48.8-52.4 s against
+/// 48.9-56.1 s, cache 420 -> 511 MB) and SSSP peaked at 1013 MiB with 465 trims.
 fn slack(budget: &Budget, weighted: bool) -> u64 {
     (16 << 20) + budget.total() / 8 * if weighted { 2 } else { 1 }
 }

@@ -153,7 +153,8 @@ impl Graph {
         // The pass's partial results and weight runs are freed: their holes in the arena go
         // back to the kernel before the next pass. Scale-24 SSSP at `--memory 1G` with the
         // weighted slack (cache.rs): peak RSS 1008 MiB without this, 990 MiB with it (819 MiB
-        // reserved, one run each): the holes made within a pass stay, so the slack is the fix.
+        // reserved, one run each). Within a pass the pipeline trims only near the budget
+        // (`Budget::hold_resident`); this trim starts each pass from the live bytes.
         sluice_io::trim_malloc_arenas();
         let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         st.passes += 1;
