@@ -23,7 +23,9 @@
 //!    `‖c‖² − 2x·c`, computed in the data's type (scikit-learn's expansion; `‖x‖²` is constant
 //!    per record). Labels match scikit-learn's except at near-ties within rounding.
 //!    Hamerly's bounds (`bounds.rs`) spare the records whose label cannot change, with a margin
-//!    for every rounding: the labels, and so every figure, are those of the full assignment.
+//!    for every rounding: the labels are those of the full assignment. Once a pass assigns
+//!    few records in full, passes of moves (`moves.rs`) read only the records whose bounds
+//!    fail a test that needs no data, and carry the clusters forward.
 //! 4. Empty clusters, after the assignment pass (scikit-learn's `_relocate_empty_clusters`):
 //!    if some clusters are empty and some record is at a positive distance from its centre,
 //!    the empty clusters, in increasing id, take the records farthest from their centres
@@ -31,8 +33,10 @@
 //!    cluster's sum and count. Ties in distance go to the earlier record. scikit-learn picks
 //!    the same records but, when two or more clusters are empty, pairs them with the empty
 //!    clusters in `argpartition`'s unspecified order; with one empty cluster the results agree.
-//! 5. Update: a centre is its cluster's sum (f64, records in file order) times `1 / count`
-//!    (scikit-learn's `_average_centers`), rounded to the data's type; an empty cluster that
+//! 5. Update: a centre is its cluster's sum (f64, records in file order; after passes of moves,
+//!    the last full sum plus what the moves since added and took, `moves.rs` rule 2) times
+//!    `1 / count` (scikit-learn's `_average_centers`), rounded to the data's type; an empty
+//!    cluster that
 //!    could not be relocated gets the zero vector, as in scikit-learn. scikit-learn sums f32
 //!    data in f32; the f64 sums here are more accurate, so f32 results differ from
 //!    scikit-learn's by f32 rounding (about 1e-6 relative), f64 results by f64 rounding.
@@ -48,24 +52,29 @@
 //!    (`dist::tree`, leaves numbered by read, `tree.rs`), so results are the same bits whatever
 //!    the number of workers, the engine, the order blocks complete in, or the number of ranks
 //!    of a distributed run (`dist::kmeans`) reading stripes of the file. The block size changes
-//!    the grouping of the f64 sums (and so their last bits); the CPU changes the rounding of the
-//!    assignment (fused multiply-adds on AVX2+FMA machines, see `simd.rs`).
+//!    the grouping of the f64 sums (and so their last bits); so does whether the budget holds
+//!    the bounds, which passes of moves need (`moves.rs` rule 2: about `1e-15` relative per
+//!    pass); the CPU changes the rounding of the assignment (fused multiply-adds on AVX2+FMA
+//!    machines, see `simd.rs`).
 //! 8. Memory: the centres, the fold and the per-block partials in flight
 //!    (`(2 + 2·cores) × k × (2d + 4) × 8` bytes) and the k-means++ sample are reserved from the
 //!    budget before they are allocated; labels are written as they come, never held. Where the
-//!    budget allows (else without them): 12 bytes per record for the bounds, and a copy of the
+//!    budget allows (else without them): 20 bytes per record for the bounds, and a copy of the
 //!    data, replayed from memory after the first pass (`resident.rs`).
 //!
 //! # Threads and costs
 //! Per pass: `n·k·d` multiply-adds in the assignment (tiles of 16 f64 or 32 f32 records, see
 //! `assign.rs`), plus `O(n·d)` for the sums and inertia. The pass is compute-bound for `k·d`
-//! above a few tens on an NVMe drive, I/O-bound below.
+//! above a few tens on an NVMe drive, I/O-bound below. Bounds make the assignment `O(n·d)` for
+//! the records that keep their labels; a pass of moves makes them `O(1)` each (their bounds
+//! only), and `O(d)` for a record that changes cluster.
 //!
 //! # Modules
 //! - `config`: [`KmeansConfig`], from fields or hints; [`Init`].
 //! - `init`: the first centres (rule 2).
 //! - `assign`: the hot loop: nearest centres of a tile, and a block's figures (rule 3).
 //! - `bounds`: Hamerly's bounds, which spare records the full assignment (exactly, rule 3).
+//! - `moves`: passes that read only the records whose bounds fail, and carry the clusters.
 //! - `resident`: a stripe that fits the budget, kept in memory after the first pass.
 //! - `simd`: the instruction set chosen at run time (the crate's one `unsafe` module).
 //! - `kernel`: [`KmeansKernel`], [`BlockPartial`], and the fold with the update step (rules 4–5).
@@ -78,6 +87,7 @@ mod config;
 mod init;
 mod kernel;
 mod lean;
+mod moves;
 mod report;
 mod resident;
 mod simd;
@@ -86,6 +96,7 @@ mod tree;
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use sluice_io::{Budget, OutputFile, Pipeline, Reservation, RunStats};
@@ -288,29 +299,66 @@ pub(crate) fn fit(
     let store = bounds::BoundStore::new(records, budget, pipeline);
     let mut resident = resident::Resident::new(stripe.len, budget, pipeline);
     let pass_bounds = |c: &[f64]| store.as_ref().map(|s| s.begin(c, d, scalar));
-    for i in 0..config.max_iter {
-        let start = Instant::now();
-        let kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false)
+    // The clusters a pass of moves carries forward, and their reference centres (`moves.rs`).
+    let mut carried: Option<(Fold, Arc<Vec<f64>>)> = None;
+    let mut begun = None;
+    let mut i = 0;
+    while i < config.max_iter {
+        let start = *begun.get_or_insert_with(Instant::now);
+        let mut kernel = KmeansKernel::new(m.info.dtype, d, &centres, true, false)
             .with_bounds(pass_bounds(&centres));
+        if let Some((_, refs)) = &carried {
+            kernel = kernel.moves(Arc::clone(refs));
+        }
         let local = tree::pass(m, stripe, kernel, pipeline, k, resident.as_mut(), |_| {});
         if let Ok(l) = &local {
             run.merge(&l.run);
         }
-        let fold = combiner.combine(local, k)?.finish(k, d);
-        if let Some(record) = fold.bad {
+        let (sums, far, bad) = combiner.combine(local, k)?.finish(k, d);
+        if let Some(record) = bad {
             return Err(non_finite(m, record));
         }
-        if i == 0 {
-            tolerance = config.threshold * mean_variance(&fold, &centres, m.n, d);
-        }
-        let inertia = fold.inertia;
-        let (next, relocated) = fold.finish(d, scalar);
+        let lacking = sums.lacking;
+        let of_moves = carried.is_some();
+        let (mut fold, refs, inertia, relocated) = match carried.take() {
+            Some((mut fold, refs)) => {
+                if !moves::apply(&mut fold, &sums) {
+                    // `moves.rs` rule 4: the same pass again, reading every record.
+                    if let Some(s) = &store {
+                        s.assigned();
+                    }
+                    continue;
+                }
+                let inertia = moves::inertia(&fold, &refs, &centres, d);
+                (fold, refs, inertia, 0)
+            }
+            None => {
+                let counts = sums.counts.iter().map(|&n| n as u64).collect();
+                let mut fold = Fold { sums: sums.sums, counts, inertia: sums.inertia, far };
+                if i == 0 {
+                    tolerance = config.threshold * mean_variance(&fold, &centres, m.n, d);
+                }
+                let inertia = fold.inertia();
+                let moved = fold.relocate(d, &centres);
+                if let Some(s) = &store {
+                    moved.iter().for_each(|&(index, new)| s.relabel(index, new));
+                }
+                (fold, Arc::new(centres.clone()), inertia, moved.len())
+            }
+        };
+        let next = fold.centres(d, scalar);
         let shift: f64 = next.iter().zip(&centres).map(|(a, b)| (a - b) * (a - b)).sum();
         let unchanged = next == centres;
         centres = next;
         let seconds = start.elapsed().as_secs_f64();
+        begun = None;
         let assigned = store.as_ref().map_or(records, |s| s.assigned());
-        history.push(Iteration { inertia, shift, relocated, assigned, seconds });
+        history.push(Iteration { inertia, shift, relocated, assigned, moves: of_moves, seconds });
+        i += 1;
+        if store.is_some() && !lacking && moves::worth(sums.assigned, sums.records) {
+            fold.far = Default::default();
+            carried = Some((fold, refs));
+        }
         if unchanged {
             stop = Stop::Unchanged;
             break;
@@ -327,11 +375,12 @@ pub(crate) fn fit(
     if let Ok(l) = &local {
         run.merge(&l.run);
     }
-    let fold = combiner.combine(local, k)?.finish(k, d);
-    if let Some(record) = fold.bad {
+    let (sums, _, bad) = combiner.combine(local, k)?.finish(k, d);
+    if let Some(record) = bad {
         return Err(non_finite(m, record));
     }
-    let (counts, inertia) = (fold.counts, fold.inertia);
+    let inertia = sums.inertia.iter().sum();
+    let counts = sums.counts.iter().map(|&n| n as u64).collect();
     let fit = report::Fit { centres, counts, inertia, history, stop, tolerance };
     Ok(KmeansReport::new(m, config, fit, run))
 }
@@ -353,7 +402,7 @@ fn mean_variance(fold: &Fold, centres: &[f64], n: u64, d: usize) -> f64 {
         mu.iter_mut().zip(s).for_each(|(m, x)| *m += x);
     }
     mu.iter_mut().for_each(|m| *m /= n as f64);
-    let mut total = fold.inertia;
+    let mut total = fold.inertia();
     for ((s, c), &nj) in fold.sums.chunks_exact(d).zip(centres.chunks_exact(d)).zip(&fold.counts) {
         let nj = nj as f64;
         for f in 0..d {

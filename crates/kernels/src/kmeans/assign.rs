@@ -235,10 +235,10 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
     let mut kept = [false; WINDOW];
     let mut pending = Vec::with_capacity(WINDOW);
     // Locals, not fields of `partial`: stores through them cannot alias its other fields, so
-    // the compiler keeps pointers and the inertia in registers.
+    // the compiler keeps their pointers in registers.
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
-    let mut inertia = 0.0;
+    let mut inertia = std::mem::take(&mut partial.inertia);
     let mut far_threshold = partial.far.threshold();
     for w0 in (0..records).step_by(WINDOW) {
         let w1 = (w0 + WINDOW).min(records);
@@ -311,7 +311,10 @@ pub(super) fn assign_block<T: Float, const P: usize, const BIG: bool, const FMA:
                 }
                 dist
             };
-            let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+            if let Some((pass, state, _)) = bounds.as_mut() {
+                state.upper[i] = pass.upper(dist);
+            }
+            let figures = (&mut counts[..], &mut inertia[..], &mut far_threshold);
             tally::<T, BIG>(
                 (want.update, want.labels),
                 figures,
@@ -350,9 +353,10 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
     let mut x = vec![T::ZERO; d];
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
-    let mut inertia = 0.0;
+    let mut inertia = std::mem::take(&mut partial.inertia);
     let mut far_threshold = partial.far.threshold();
     let (lower, label) = (&mut state.lower[..records], &mut state.label[..records]);
+    let upper = &mut state.upper[..records];
     for (i, r) in data.chunks_exact(rec).enumerate() {
         let a = label[i] as usize;
         let c = &c64[a * d..(a + 1) * d];
@@ -376,7 +380,8 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
             (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
             (j, dist)
         };
-        let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+        upper[i] = pass.upper(dist);
+        let figures = (&mut counts[..], &mut inertia[..], &mut far_threshold);
         tally::<T, BIG>(
             (want.update, want.labels),
             figures,
@@ -390,7 +395,7 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
 }
 
 /// The figures of record `index` (bytes `r`) once assigned to centre `j` at squared distance
-/// `dist`: its count and label (`update`, `labels`), the inertia, and a non-finite record or a
+/// `dist`: its count and label (`update`, `labels`), its cluster's inertia, and a non-finite record or a
 /// far one (the candidates that refill empty clusters) noted. `figures` are the loop's counts,
 /// inertia and far threshold, kept out of `partial` so that they stay in registers; inlined,
 /// with `update` and `labels` constants where the caller's are. Against the live threshold, and
@@ -399,7 +404,7 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
 #[inline(always)]
 pub(super) fn tally<T: Float, const BIG: bool>(
     (update, labels): (bool, bool),
-    (counts, inertia, far_threshold): (&mut [u64], &mut f64, &mut f64),
+    (counts, inertia, far_threshold): (&mut [i64], &mut [f64], &mut f64),
     partial: &mut BlockPartial,
     (index, j, dist): (u64, usize, f64),
     r: &[u8],
@@ -407,7 +412,7 @@ pub(super) fn tally<T: Float, const BIG: bool>(
     if update {
         counts[j] += 1;
     }
-    *inertia += dist;
+    inertia[j] += dist;
     if labels {
         partial.labels.push(j as i32);
     }

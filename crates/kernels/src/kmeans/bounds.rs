@@ -7,10 +7,12 @@
 //!    a record is skipped only when no rounding of the expanded distances `‖c‖² − 2x·c` in the
 //!    data's type can put another centre at or below its own. The margin (below) bounds the
 //!    rounding of the expansion, of the direct distance and of every bound update, so a
-//!    near-tie is always recomputed. Sums, counts and inertia are then the same bits as well,
-//!    since every record's figures are added in file order either way.
-//! 2. Per record, one `f64` lower bound and one `u32` label (12 bytes), reserved from the
-//!    budget for the process's records; when the budget cannot hold them, or
+//!    near-tie is always recomputed. In a pass that reads every record, sums, counts and
+//!    inertia are then the same bits as well, since every record's figures are added in file
+//!    order either way (passes of moves carry the sums instead, `moves.rs`).
+//! 2. Per record, one `f64` lower bound, one `f64` upper bound on the distance to its own
+//!    centre (for the test that reads no data, `moves.rs`) and one `u32` label (20 bytes),
+//!    reserved from the budget for the process's records; when the budget cannot hold them, or
 //!    `SLUICE_KMEANS_BOUNDS=0`, there is no store and every pass assigns in full.
 //! 3. State is kept per block, keyed by the block's first record, and used only by the next
 //!    pass, on a block of the same length: a block whose state is missing or stale is assigned
@@ -26,9 +28,11 @@
 //! moved by `s_j` lowers it by `max_{j≠a} s_j` (triangle inequality). The record keeps its
 //! label `a` if `D·(1 + 2(d + 3)u64) + 2E < l²·(1 − 4u64)`, with `D` its direct squared
 //! distance to `c_a` in f64. Square roots, shifts and subtractions are rounded outward by
-//! relative factors of a few `u64`.
+//! relative factors of a few `u64`. The test that reads no data (Hamerly's first) puts
+//! `u²·(1 + 2u64)` in place of `D·(1 + 2(d + 3)u64)`, with `u` the upper bound: `√` of the
+//! latter after the record's last direct distance, grown by its centre's shift every pass.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -40,21 +44,37 @@ use crate::Scalar;
 const U64: f64 = f64::EPSILON / 2.0;
 
 /// One block's bounds: per record, a lower bound on the distance to every centre but its own,
-/// and its label.
+/// an upper bound on the distance to its own, and its label.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BlockBounds {
     /// The pass that wrote them.
     pass: u64,
     pub(super) lower: Vec<f64>,
+    /// An upper bound on `‖x − c_a‖` (true, not computed), for the test that reads no data
+    /// ([`PassBounds::keeps_unread`]).
+    pub(super) upper: Vec<f64>,
     pub(super) label: Vec<u32>,
     /// How many of its records the pass that wrote them assigned in full.
     pub(super) assigned: u64,
 }
 
+impl BlockBounds {
+    /// The state of the records at `at` (indices into this block), in that order.
+    pub(super) fn gather(&self, at: &[usize]) -> BlockBounds {
+        BlockBounds {
+            pass: self.pass,
+            lower: at.iter().map(|&i| self.lower[i]).collect(),
+            upper: at.iter().map(|&i| self.upper[i]).collect(),
+            label: at.iter().map(|&i| self.label[i]).collect(),
+            assigned: at.len() as u64,
+        }
+    }
+}
+
 /// The bounds of a process's records between passes (rule 2).
 #[derive(Debug)]
 pub(crate) struct BoundStore {
-    blocks: Mutex<HashMap<u64, BlockBounds>>,
+    blocks: Mutex<BTreeMap<u64, BlockBounds>>,
     /// The last pass begun and its centres (the ones the stored bounds refer to).
     last: Mutex<Option<(u64, Vec<f64>)>>,
     /// Records assigned in full since the last [`BoundStore::assigned`].
@@ -92,8 +112,8 @@ impl BoundStore {
         if OFF.with(std::cell::Cell::get) {
             return None;
         }
-        // 12 bytes per record, and the map's entries (a few per MiB of data).
-        let bytes = records.checked_mul(12)?.checked_add(1 << 16)?;
+        // 20 bytes per record, and the map's entries (a few per MiB of data).
+        let bytes = records.checked_mul(20)?.checked_add(1 << 16)?;
         // As the resident copy: never at the cost of the pipeline's block size.
         if budget.available() < bytes.saturating_add(pipeline.pool_bytes()) {
             return None;
@@ -101,7 +121,7 @@ impl BoundStore {
         let memory = budget.reserve("the k-means bounds", bytes).ok()?;
         #[allow(unused_mut)]
         let mut store = BoundStore {
-            blocks: Mutex::new(HashMap::new()),
+            blocks: Mutex::new(BTreeMap::new()),
             last: Mutex::new(None),
             assigned: AtomicU64::new(0),
             one_by_one_below: ONE_BY_ONE_BELOW,
@@ -112,6 +132,18 @@ impl BoundStore {
             store.one_by_one_below = if force { 2.0 } else { 0.0 };
         }
         Some(Arc::new(store))
+    }
+
+    /// Puts record `index` in cluster `label` with bounds that force its full assignment in the
+    /// next pass (a record the update step moved to an empty cluster, module rule 4); a record
+    /// this store does not hold is left alone.
+    pub(crate) fn relabel(&self, index: u64, label: usize) {
+        let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((&first, b)) = blocks.range_mut(..=index).next_back() {
+            if let Some(i) = usize::try_from(index - first).ok().filter(|&i| i < b.label.len()) {
+                (b.label[i], b.lower[i], b.upper[i]) = (label as u32, 0.0, f64::INFINITY);
+            }
+        }
     }
 
     /// How many records were assigned in full since the last call.
@@ -132,15 +164,17 @@ impl BoundStore {
         let pass = last.as_ref().map_or(0, |(p, _)| p + 1);
         let grow = 1.0 + 2.0 * (d as f64 + 2.0) * U64;
         // Outward-rounded shift of each centre since the last pass.
-        let other = last.as_ref().map(|(_, old)| {
-            let shift: Vec<f64> = centres
+        let own = last.as_ref().map(|(_, old)| {
+            centres
                 .chunks_exact(d)
                 .zip(old.chunks_exact(d))
                 .map(|(c, o)| {
                     let sq: f64 = c.iter().zip(o).map(|(a, b)| (a - b) * (a - b)).sum();
                     (sq * grow).sqrt() * (1.0 + 4.0 * U64)
                 })
-                .collect();
+                .collect::<Vec<f64>>()
+        });
+        let other = own.as_ref().map(|shift| {
             // For each centre, the largest shift of the others.
             let (mut first, mut second, mut at) = (0.0f64, 0.0f64, usize::MAX);
             for (j, &s) in shift.iter().enumerate() {
@@ -166,6 +200,7 @@ impl BoundStore {
             store: Arc::clone(self),
             pass,
             other,
+            own,
             c2,
             coef: 8.0 * (d as f64 + 4.0) * unit,
             direct: 1.0 + 2.0 * (d as f64 + 3.0) * U64,
@@ -181,6 +216,8 @@ pub(crate) struct PassBounds {
     /// Per centre, the largest shift of the other centres since the last pass (`None` in the
     /// first pass).
     other: Option<Vec<f64>>,
+    /// Per centre, its own shift since the last pass (`None` in the first pass).
+    own: Option<Vec<f64>>,
     /// `C²`, at least the largest squared centre norm.
     c2: f64,
     /// `E / (2C² + ‖x‖²)`.
@@ -204,6 +241,7 @@ impl PassBounds {
                 BlockBounds {
                     pass: self.pass,
                     lower: vec![0.0; records],
+                    upper: vec![f64::INFINITY; records],
                     label: vec![0; records],
                     assigned: records as u64,
                 },
@@ -224,6 +262,30 @@ impl PassBounds {
         self.store.assigned.fetch_add(assigned, Ordering::Relaxed);
         (b.pass, b.assigned) = (self.pass, assigned);
         self.store.blocks.lock().unwrap_or_else(PoisonError::into_inner).insert(first, b);
+    }
+
+    /// Whether the pass can test records without reading them: it has the last pass's shifts.
+    pub(super) fn unread(&self) -> bool {
+        self.own.is_some()
+    }
+
+    /// The test without the record (Hamerly's first test): its upper bound `upper` on the
+    /// distance to its centre `a` plus `a`'s shift bounds the direct squared distance, which
+    /// [`PassBounds::keeps_near`] then tests against the lowered `lower`. `Some((l, u))`, the
+    /// new bounds, if the record keeps its label.
+    #[inline(always)]
+    pub(super) fn keeps_unread(&self, lower: f64, upper: f64, a: usize) -> Option<(f64, f64)> {
+        let own = self.own.as_ref()?;
+        let u = (upper + own[a]) * (1.0 + 2.0 * U64);
+        // `u² ≥ ‖x − c_a‖²`: as the direct distance with its allowance.
+        let near = u * u * (1.0 + 2.0 * U64);
+        self.keeps_within(lower, a, near).map(|l| (l, u))
+    }
+
+    /// An upper bound on `‖x − c‖` from the direct squared distance `dist` (`row`).
+    #[inline(always)]
+    pub(super) fn upper(&self, dist: f64) -> f64 {
+        (dist * self.direct).sqrt() * (1.0 + 2.0 * U64)
     }
 
     /// `2E` for a record of squared norm `xx`.
@@ -250,9 +312,14 @@ impl PassBounds {
     /// `2E·(1 + 2D/C²)`, which spares a few records fewer only where `E` is not negligible.
     #[inline(always)]
     pub(super) fn keeps_near(&self, lower: f64, a: usize, dist: f64) -> Option<f64> {
+        self.keeps_within(lower, a, dist * self.direct)
+    }
+
+    /// [`PassBounds::keeps_near`] for `near`, at least the true `‖x − c_a‖²`.
+    #[inline(always)]
+    fn keeps_within(&self, lower: f64, a: usize, near: f64) -> Option<f64> {
         let other = self.other.as_ref()?;
         let l = (lower - other[a]) * (1.0 - 2.0 * U64);
-        let near = dist * self.direct;
         let xx = (2.0 * near + 2.0 * self.c2) * (1.0 + 4.0 * U64);
         let keep = l > 0.0 && near + self.margin(xx) < l * l * (1.0 - 4.0 * U64);
         keep.then_some(l)

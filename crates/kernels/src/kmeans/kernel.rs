@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 use sluice_io::{Block, BlockKernel};
 
 use super::assign::{Want, assign_block};
-use super::bounds::PassBounds;
+use super::bounds::{BlockBounds, PassBounds};
 use super::simd::{self, Avx2Fma, Isa};
 use crate::{Dtype, Endian, Scalar};
 
@@ -145,11 +145,19 @@ pub struct BlockPartial {
     /// The block's first record (global index).
     pub(super) first: u64,
     pub(super) records: u64,
-    /// Σ x per cluster and feature (`k × d`), in f64.
+    /// Σ x per cluster and feature (`k × d`), in f64; in a pass of moves (`moves.rs`), what
+    /// the records that changed cluster add and take away.
     pub(super) sums: Vec<f64>,
-    pub(super) counts: Vec<u64>,
-    /// Σ of squared distances to the chosen centres.
-    pub(super) inertia: f64,
+    /// Records per cluster; in a pass of moves, what the moves add and take away.
+    pub(super) counts: Vec<i64>,
+    /// Per cluster, Σ of squared distances to the chosen centre; in a pass of moves, the change
+    /// of the clusters' second moments about the reference centres (`moves.rs`).
+    pub(super) inertia: Vec<f64>,
+    /// The block kept no bounds for the next pass, or (in a pass of moves) found none from the
+    /// last: a pass of moves cannot follow, or stand.
+    pub(super) lacking: bool,
+    /// Records assigned in full.
+    pub(super) assigned: u64,
     pub(super) far: Farthest,
     /// The first record holding a NaN or an infinity.
     pub(super) bad: Option<u64>,
@@ -212,6 +220,8 @@ pub struct KmeansKernel {
     record0: u64,
     /// Hamerly's bounds for this pass (`bounds.rs`), if the run keeps them.
     bounds: Option<PassBounds>,
+    /// In a pass of moves (`moves.rs`), the reference centres of the clusters' moments.
+    pub(super) refs: Option<std::sync::Arc<Vec<f64>>>,
 }
 
 impl KmeansKernel {
@@ -236,6 +246,7 @@ impl KmeansKernel {
             lean: lean_on(),
             record0: 0,
             bounds: None,
+            refs: None,
         }
     }
 
@@ -251,7 +262,22 @@ impl KmeansKernel {
         self
     }
 
-    fn record_bytes(&self) -> usize {
+    /// The same kernel collecting only what records that change cluster add and take away,
+    /// their moments taken about `refs` (`moves.rs`); it needs bounds.
+    pub(super) fn moves(mut self, refs: std::sync::Arc<Vec<f64>>) -> KmeansKernel {
+        self.refs = Some(refs);
+        self
+    }
+
+    pub(super) fn dims(&self) -> (usize, usize) {
+        (self.k, self.d)
+    }
+
+    pub(super) fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    pub(super) fn record_bytes(&self) -> usize {
         self.d * self.dtype.itemsize()
     }
 
@@ -272,45 +298,67 @@ impl KmeansKernel {
             records: records as u64,
             sums: if self.want.update { vec![0.0; k * d] } else { Vec::new() },
             counts: if self.want.update { vec![0; k] } else { Vec::new() },
-            inertia: 0.0,
-            far: Farthest::new(if self.want.update { k } else { 0 }),
+            inertia: vec![0.0; k],
+            lacking: self.bounds.is_none(),
+            assigned: records as u64,
+            far: Farthest::new(if self.want.update && self.refs.is_none() { k } else { 0 }),
             bad: None,
             labels: Vec::with_capacity(if self.want.labels { records } else { 0 }),
         };
         let data = &block.data[..records * rec];
-        let (c, w) = (&self.c64, self.want);
-        let (p64, p32) = (&self.p64, &self.p32);
+        if let (Some(pass), Some(refs)) = (&self.bounds, &self.refs) {
+            super::moves::run::<FMA, P64, P32>(self, data, first, pass, refs, avx2, &mut p);
+            return p;
+        }
         let mut state = self.bounds.as_ref().map(|b| b.take(first, records));
         let bounds = match (&self.bounds, state.as_mut()) {
             (Some(b), Some((s, usable))) => Some((b, s, *usable)),
             _ => None,
         };
-        let assigned = match (self.dtype.scalar, self.dtype.endian) {
+        p.assigned = self.assign::<FMA, P64, P32>(data, first, self.want, bounds, avx2, &mut p);
+        if let (Some(b), Some((s, _))) = (&self.bounds, state) {
+            b.put(first, s, p.assigned);
+        }
+        p
+    }
+
+    /// Assigns the records of `data` (record `first` onwards) by the loop for the data's type,
+    /// byte order and instruction set, collecting what `w` asks into `p`; returns how many were
+    /// assigned in full.
+    #[inline(always)]
+    pub(super) fn assign<const FMA: bool, const P64: usize, const P32: usize>(
+        &self,
+        data: &[u8],
+        first: u64,
+        w: Want,
+        bounds: Option<(&PassBounds, &mut BlockBounds, bool)>,
+        avx2: Option<Avx2Fma>,
+        p: &mut BlockPartial,
+    ) -> u64 {
+        let (c, d) = (&self.c64, self.d);
+        let (p64, p32) = (&self.p64, &self.p32);
+        match (self.dtype.scalar, self.dtype.endian) {
             (Scalar::F64, Endian::Little) if avx2.is_some() && self.lean => {
-                simd::lean::<f64, P64>(avx2.unwrap(), data, first, d, c, p64, w, bounds, &mut p)
+                simd::lean::<f64, P64>(avx2.unwrap(), data, first, d, c, p64, w, bounds, p)
             }
             (Scalar::F32, Endian::Little) if avx2.is_some() && self.lean => {
-                simd::lean::<f32, P32>(avx2.unwrap(), data, first, d, c, p32, w, bounds, &mut p)
+                simd::lean::<f32, P32>(avx2.unwrap(), data, first, d, c, p32, w, bounds, p)
             }
-            (Scalar::F64, Endian::Little) => assign_block::<f64, P64, false, FMA>(
-                data, first, d, c, p64, w, bounds, avx2, &mut p,
-            ),
+            (Scalar::F64, Endian::Little) => {
+                assign_block::<f64, P64, false, FMA>(data, first, d, c, p64, w, bounds, avx2, p)
+            }
             (Scalar::F64, Endian::Big) => {
-                assign_block::<f64, P64, true, FMA>(data, first, d, c, p64, w, bounds, avx2, &mut p)
+                assign_block::<f64, P64, true, FMA>(data, first, d, c, p64, w, bounds, avx2, p)
             }
-            (Scalar::F32, Endian::Little) => assign_block::<f32, P32, false, FMA>(
-                data, first, d, c, p32, w, bounds, avx2, &mut p,
-            ),
+            (Scalar::F32, Endian::Little) => {
+                assign_block::<f32, P32, false, FMA>(data, first, d, c, p32, w, bounds, avx2, p)
+            }
             (Scalar::F32, Endian::Big) => {
-                assign_block::<f32, P32, true, FMA>(data, first, d, c, p32, w, bounds, avx2, &mut p)
+                assign_block::<f32, P32, true, FMA>(data, first, d, c, p32, w, bounds, avx2, p)
             }
             // `open_matrix` admits f32 and f64 only.
             _ => unreachable!("k-means runs on f32 or f64"),
-        };
-        if let (Some(b), Some((s, _))) = (&self.bounds, state) {
-            b.put(first, s, assigned);
         }
-        p
     }
 }
 
@@ -337,35 +385,51 @@ impl BlockKernel for KmeansKernel {
     }
 }
 
-/// The figures of a whole pass, combined (rule 7), ready for the update step.
+/// The clusters after a pass (rule 7), ready for the update step: from one pass's figures, or
+/// carried across passes of moves (`moves.rs`).
 #[derive(Debug, Clone)]
 pub(crate) struct Fold {
     pub(super) sums: Vec<f64>,
     pub(super) counts: Vec<u64>,
-    pub(super) inertia: f64,
+    /// Per cluster: after a pass that reads every record, its records' squared distances to
+    /// the pass's centres; carried by passes of moves as the second moment about those
+    /// centres (`moves.rs`).
+    pub(super) inertia: Vec<f64>,
     pub(super) far: Farthest,
-    pub(super) bad: Option<u64>,
 }
 
 impl Fold {
-    /// The update step: relocates empty clusters (rule 4), then the new centres (rule 5),
-    /// rounded to `scalar`. Returns the centres and how many clusters were relocated.
-    pub(super) fn finish(mut self, d: usize, scalar: Scalar) -> (Vec<f64>, usize) {
+    /// Σ of the clusters' inertia.
+    pub(super) fn inertia(&self) -> f64 {
+        self.inertia.iter().sum()
+    }
+
+    /// Relocates empty clusters (rule 4), the pass's centres `centres`; returns the records
+    /// moved and the clusters they went to.
+    pub(super) fn relocate(&mut self, d: usize, centres: &[f64]) -> Vec<(u64, usize)> {
         let empty: Vec<usize> = (0..self.counts.len()).filter(|&j| self.counts[j] == 0).collect();
-        let far = self.far.into_sorted();
-        let mut relocated = 0;
+        let far = std::mem::take(&mut self.far).into_sorted();
+        let mut moved = Vec::new();
         if !empty.is_empty() && far.first().is_some_and(|p| p.dist > 0.0) {
             for (&new, p) in empty.iter().zip(&far) {
+                let c = &centres[new * d..(new + 1) * d];
                 for f in 0..d {
                     self.sums[p.label * d + f] -= p.coords[f];
                     self.sums[new * d + f] = p.coords[f];
                 }
                 self.counts[p.label] -= 1;
                 self.counts[new] = 1;
-                relocated += 1;
+                self.inertia[p.label] -= p.dist;
+                self.inertia[new] = p.coords.iter().zip(c).map(|(x, c)| (x - c) * (x - c)).sum();
+                moved.push((p.index, new));
             }
         }
-        let mut centres = self.sums;
+        moved
+    }
+
+    /// The new centres (rule 5), rounded to `scalar`.
+    pub(super) fn centres(&self, d: usize, scalar: Scalar) -> Vec<f64> {
+        let mut centres = self.sums.clone();
         for (row, &n) in centres.chunks_exact_mut(d).zip(&self.counts) {
             // scikit-learn's `_average_centers`: multiply by the reciprocal; an empty cluster
             // that could not be relocated keeps its zero sum.
@@ -377,6 +441,6 @@ impl Fold {
                 row.iter_mut().for_each(|c| *c = f64::from(*c as f32));
             }
         }
-        (centres, relocated)
+        centres
     }
 }

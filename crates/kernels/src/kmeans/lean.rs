@@ -45,9 +45,11 @@ pub(super) fn assign_lean<
     let rec = d * T::SIZE;
     let records = data.len() / rec;
     let second = bounds.is_some();
-    let (pass, lower, label, usable) = match bounds {
-        Some((p, s, u)) => (Some(p), &mut s.lower[..records], &mut s.label[..records], u),
-        None => (None, &mut [][..], &mut [][..], false),
+    let (pass, lower, upper, label, usable) = match bounds {
+        Some((p, s, u)) => {
+            (Some(p), &mut s.lower[..records], &mut s.upper[..records], &mut s.label[..records], u)
+        }
+        None => (None, &mut [][..], &mut [][..], &mut [][..], false),
     };
     let mut assigned = 0;
     let mut xt = vec![[T::ZERO; P]; d];
@@ -61,7 +63,7 @@ pub(super) fn assign_lean<
     let mut kept = [false; W];
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
-    let mut inertia = 0.0;
+    let mut inertia = std::mem::take(&mut partial.inertia);
     let mut far_threshold = partial.far.threshold();
     let mut run_tile =
         |xt: &[[T; P]], n: usize, slots: &[usize; P], lab: &mut [u32; W], value: &mut [f64; W]| {
@@ -129,7 +131,10 @@ pub(super) fn assign_lean<
                 }
                 dist
             };
-            let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+            if let Some(p) = pass {
+                upper[i] = p.upper(dist);
+            }
+            let figures = (&mut counts[..], &mut inertia[..], &mut far_threshold);
             tally::<T, false>((UPDATE, LABELS), figures, partial, (first + i as u64, j, dist), r);
         }
     }
@@ -160,9 +165,10 @@ fn bounded_lean<T: Float, const UPDATE: bool, const LABELS: bool, const D: usize
     let mut x = vec![T::ZERO; d];
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
-    let mut inertia = 0.0;
+    let mut inertia = std::mem::take(&mut partial.inertia);
     let mut far_threshold = partial.far.threshold();
     let (lower, label) = (&mut state.lower[..records], &mut state.label[..records]);
+    let upper = &mut state.upper[..records];
     for (i, r) in data.chunks_exact(rec).enumerate() {
         let a = label[i] as usize;
         let c = &c64[a * d..(a + 1) * d];
@@ -183,7 +189,8 @@ fn bounded_lean<T: Float, const UPDATE: bool, const LABELS: bool, const D: usize
             (lower[i], label[i]) = (pass.fresh(second.to_f64(), xx), j as u32);
             (j, dist)
         };
-        let figures = (&mut counts[..], &mut inertia, &mut far_threshold);
+        upper[i] = pass.upper(dist);
+        let figures = (&mut counts[..], &mut inertia[..], &mut far_threshold);
         tally::<T, false>((UPDATE, LABELS), figures, partial, (first + i as u64, j, dist), r);
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);

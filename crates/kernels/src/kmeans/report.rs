@@ -31,7 +31,8 @@ pub enum Stop {
 #[derive(Debug, Clone, Serialize)]
 pub struct Iteration {
     /// Σ of squared distances of the records to the centres they were assigned to in this pass
-    /// (the centres at the start of the pass).
+    /// (the centres at the start of the pass); after a pass of moves, from the clusters'
+    /// moments (`moves.rs` rule 3: exact but for rounding).
     pub inertia: f64,
     /// Σ_j ‖c_j' − c_j‖²: how far the update moved the centres.
     pub shift: f64,
@@ -40,6 +41,9 @@ pub struct Iteration {
     /// Records assigned in full (summed over the ranks under mpirun); the others kept their
     /// labels by Hamerly's bounds (`bounds.rs`), exactly.
     pub assigned: u64,
+    /// A pass of moves (`moves.rs`): it read only the records whose bounds failed the test
+    /// without reading them, and carried the clusters forward.
+    pub moves: bool,
     /// Wall time of the pass and the update.
     pub seconds: f64,
 }

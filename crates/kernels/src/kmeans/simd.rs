@@ -94,19 +94,20 @@ pub(super) fn lean<T: Float, const P: usize>(
     #[cfg(target_arch = "x86_64")]
     {
         macro_rules! by_d {
-            ($($n:literal)*) => {
+            ($update:literal, $($n:literal)*) => {
                 match d {
-                    $($n => lean_avx2::<T, P, true, false, $n>,)*
-                    _ => lean_avx2::<T, P, true, false, 0>,
+                    $($n => lean_avx2::<T, P, $update, false, $n>,)*
+                    _ => lean_avx2::<T, P, $update, false, 0>,
                 }
             };
         }
         let f = match (want.update, want.labels) {
             (true, true) => lean_avx2::<T, P, true, true, 0>,
-            // The iterations' pass, with the record length fixed for the small ones.
-            (true, false) => by_d!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+            // The iterations' passes (a pass of moves collects nothing, `moves.rs`), with the
+            // record length fixed for the small ones.
+            (true, false) => by_d!(true, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
             (false, true) => lean_avx2::<T, P, false, true, 0>,
-            (false, false) => lean_avx2::<T, P, false, false, 0>,
+            (false, false) => by_d!(false, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
         };
         // SAFETY: `proof` exists only once the CPU was found to have AVX2 and FMA, all
         // `lean_avx2` requires.

@@ -340,15 +340,18 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
         write_npy(&init_path, &init, d, dtype);
         // `lean`: the lean loop where the CPU has AVX2 (else the windows or the one-record
         // loop, by `one_by_one`).
+        // Passes of moves off: they carry the sums, so the bits differ (their own test below).
         let run = |off: bool, one_by_one: Option<bool>, lean: bool, labels: &str| {
             let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
             let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
+            moves::BELOW.with(|o| o.set(Some(-1.0)));
             bounds::OFF.with(|o| o.set(off));
             bounds::ONE_BY_ONE.with(|o| o.set(one_by_one));
             resident::OFF.with(|o| o.set(off));
             kernel::LEAN_OFF.with(|o| o.set(!lean));
             simd::BASELINE.with(|o| o.set(baseline));
             let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+            moves::BELOW.with(|o| o.set(None));
             bounds::OFF.with(|o| o.set(false));
             bounds::ONE_BY_ONE.with(|o| o.set(None));
             resident::OFF.with(|o| o.set(false));
@@ -502,4 +505,151 @@ fn the_avx2_row_gives_the_portable_bits() {
         assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "f32 d={d}");
         assert_eq!(s1, s2);
     }
+}
+
+/// Passes of moves (`moves.rs`) against passes that read every record: the same labels and
+/// counts; centres and inertia equal to rounding (the carried sums add in another order); and
+/// against the naive reference. The same bits whatever the workers (rule 7).
+#[test]
+fn passes_of_moves_give_plain_lloyds_labels_and_its_centres_to_rounding() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(21);
+    let (d, k, iters) = (4, 7, 15);
+    let (x, init) = blobs(&mut rng, 20_000, d, k);
+    let (want, want_labels) = naive(&x, d, &init, iters);
+    for (scalar, endian) in
+        [(Scalar::F64, Endian::Little), (Scalar::F64, Endian::Big), (Scalar::F32, Endian::Little)]
+    {
+        let dtype = Dtype::new(scalar, endian);
+        let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+        write_npy(&path, &x, d, dtype);
+        write_npy(&init_path, &init, d, dtype);
+        let run = |below: f64, workers: usize, labels: &str| {
+            let cfg = config(k, &init_path, iters, Some(dir.path().join(labels)));
+            let pipeline =
+                PipelineBuilder::new().block_size(8192).workers(workers).build().unwrap();
+            moves::BELOW.with(|o| o.set(Some(below)));
+            let r = kmeans(&path, &cfg, &pipeline, &Budget::unlimited()).unwrap();
+            moves::BELOW.with(|o| o.set(None));
+            (r, read_labels(&dir.path().join(labels)))
+        };
+        let what = format!("{dtype:?}");
+        let (plain, plain_labels) = run(-1.0, 2, "plain.npy");
+        let (fast, fast_labels) = run(1.0, 2, "moves.npy");
+        assert!(plain.history.iter().all(|h| !h.moves), "{what}");
+        let of_moves = fast.history.iter().filter(|h| h.moves).count();
+        assert!(of_moves + 1 >= fast.history.len() && of_moves >= 5, "{what}: {of_moves} of moves");
+        assert_eq!(fast_labels, plain_labels, "{what}");
+        assert_eq!(fast.counts, plain.counts, "{what}");
+        assert_eq!(fast.history.len(), plain.history.len(), "{what}");
+        let tol = if scalar == Scalar::F64 { 1e-12 } else { 1e-6 };
+        let scale = plain.centres.iter().flatten().fold(0.0f64, |m, c| m.max(c.abs()));
+        for (a, b) in fast.centres.iter().flatten().zip(plain.centres.iter().flatten()) {
+            assert!((a - b).abs() <= tol * scale, "{what}: centre {a} vs {b}");
+        }
+        for (a, b) in fast.history.iter().zip(&plain.history) {
+            assert!((a.inertia - b.inertia).abs() <= 1e-9 * b.inertia, "{what}: {a:?} vs {b:?}");
+            assert_eq!(a.assigned, b.assigned, "{what}: the same records fail the same tests");
+        }
+        assert!((fast.inertia - plain.inertia).abs() <= tol * plain.inertia, "{what}");
+        if scalar == Scalar::F64 {
+            assert_eq!(fast_labels, want_labels, "{what}: the naive reference's labels");
+            for (a, b) in fast.centres.iter().flatten().zip(&want) {
+                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{what}: {a} vs naive {b}");
+            }
+        }
+        let bits = |r: &KmeansReport| -> Vec<u64> {
+            let mut v: Vec<u64> = r.centres.iter().flatten().map(|c| c.to_bits()).collect();
+            v.extend(r.history.iter().map(|h| h.inertia.to_bits()));
+            v.push(r.inertia.to_bits());
+            v
+        };
+        assert_eq!(bits(&run(1.0, 1, "one.npy").0), bits(&fast), "{what}: one worker");
+    }
+}
+
+/// Empty clusters under passes of moves: relocated records are relabelled in the bounds, so
+/// the carried clusters stay those of the labels; the result is the naive reference's.
+#[test]
+fn relocated_records_are_carried_by_passes_of_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(8);
+    let (x, mut init) = blobs(&mut rng, 2000, 2, 4);
+    init[4..8].copy_from_slice(&[1e6, 1e6, -1e6, 1e6]);
+    let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
+    write_npy(&path, &x, 2, Dtype::new(Scalar::F64, Endian::Little));
+    write_npy(&init_path, &init, 2, Dtype::new(Scalar::F64, Endian::Little));
+    let iters = 12;
+    let (want, want_labels) = naive(&x, 2, &init, iters);
+    let labels = dir.path().join("l.npy");
+    moves::BELOW.with(|o| o.set(Some(1.0)));
+    let cfg = config(4, &init_path, iters, Some(labels.clone()));
+    let r = kmeans(&path, &cfg, &pipeline_on(8192, 1), &Budget::unlimited());
+    moves::BELOW.with(|o| o.set(None));
+    let r = r.unwrap();
+    assert_eq!(r.history[0].relocated, 2);
+    assert!(r.history.iter().skip(1).any(|h| h.moves));
+    assert_eq!(read_labels(&labels), want_labels);
+    for (a, b) in r.centres.iter().flatten().zip(&want) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+}
+
+/// `moves::apply` (`moves.rs` rule 4): a pass that would empty a cluster, or that lacked
+/// bounds, leaves the clusters as they were and asks for the pass again.
+#[test]
+fn a_pass_of_moves_that_empties_a_cluster_or_lacks_bounds_is_refused() {
+    let fold = || kernel::Fold {
+        sums: vec![1.0, 2.0, 3.0, 4.0],
+        counts: vec![1, 2],
+        inertia: vec![0.5, 0.25],
+        far: Default::default(),
+    };
+    let moves = |counts: Vec<i64>, lacking: bool| tree::Sums {
+        records: 3,
+        sums: vec![-1.0, -2.0, 1.0, 2.0],
+        counts,
+        inertia: vec![-0.5, 0.75],
+        lacking,
+        assigned: 1,
+    };
+    let mut f = fold();
+    assert!(!moves::apply(&mut f, &moves(vec![-1, 1], false)), "cluster 0 emptied");
+    assert_eq!((f.sums, f.counts), (fold().sums, fold().counts));
+    let mut f = fold();
+    assert!(!moves::apply(&mut f, &moves(vec![0, 0], true)), "lacking");
+    assert_eq!(f.counts, fold().counts);
+    let mut f = fold();
+    let mut m = moves(vec![1, -1], false);
+    m.sums = vec![0.5, 0.5, -0.5, -0.5];
+    assert!(moves::apply(&mut f, &m));
+    assert_eq!(
+        (f.sums, f.counts, f.inertia),
+        (vec![1.5, 2.5, 2.5, 3.5], vec![2, 1], vec![0.0, 1.0])
+    );
+}
+
+/// The inertia from the moments (`moves.rs` rule 3) against the direct sum, for clusters far
+/// from the origin (the textbook `Σx² − nμ²` would lose every digit here).
+#[test]
+fn the_inertia_from_moments_equals_the_direct_sum() {
+    let mut rng = StdRng::seed_from_u64(22);
+    let d = 3;
+    let x: Vec<f64> = (0..3000 * d).map(|_| 1e6 + rng.gen_range(-1.0..1.0)).collect();
+    let labels: Vec<usize> = (0..3000).map(|_| rng.gen_range(0..2)).collect();
+    let refs: Vec<f64> = (0..2 * d).map(|_| 1e6 + rng.gen_range(-0.5..0.5)).collect();
+    let centres: Vec<f64> = (0..2 * d).map(|_| 1e6 + rng.gen_range(-0.5..0.5)).collect();
+    let (mut sums, mut counts, mut q, mut direct) =
+        (vec![0.0; 2 * d], vec![0u64; 2], vec![0.0; 2], 0.0);
+    for (r, &j) in x.chunks_exact(d).zip(&labels) {
+        counts[j] += 1;
+        for f in 0..d {
+            sums[j * d + f] += r[f];
+            q[j] += (r[f] - refs[j * d + f]).powi(2);
+            direct += (r[f] - centres[j * d + f]).powi(2);
+        }
+    }
+    let fold = kernel::Fold { sums, counts, inertia: q, far: Default::default() };
+    let got = moves::inertia(&fold, &refs, &centres, d);
+    assert!((got - direct).abs() <= 1e-6 * direct, "{got} vs {direct}");
 }

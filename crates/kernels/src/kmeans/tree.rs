@@ -11,7 +11,7 @@
 use sluice_io::placement::{balanced, reads_in};
 use sluice_io::{Pipeline, Plan, RunStats};
 
-use super::kernel::{BlockPartial, Farthest, Fold, KmeansKernel};
+use super::kernel::{BlockPartial, Farthest, KmeansKernel};
 use super::resident::Resident;
 use super::{KmeansError, Matrix};
 use crate::dist::tree::{Combine, Node, TreeFold};
@@ -25,13 +25,25 @@ pub(crate) struct Sums {
     pub(crate) records: u64,
     /// `k × d` (empty in a pass that does not update).
     pub(crate) sums: Vec<f64>,
-    pub(crate) counts: Vec<u64>,
-    pub(crate) inertia: f64,
+    pub(crate) counts: Vec<i64>,
+    /// Per cluster.
+    pub(crate) inertia: Vec<f64>,
+    /// Some block kept or found no bounds ([`BlockPartial::lacking`]).
+    pub(crate) lacking: bool,
+    /// Records assigned in full.
+    pub(crate) assigned: u64,
 }
 
 impl Sums {
     fn empty() -> Sums {
-        Sums { records: 0, sums: Vec::new(), counts: Vec::new(), inertia: 0.0 }
+        Sums {
+            records: 0,
+            sums: Vec::new(),
+            counts: Vec::new(),
+            inertia: Vec::new(),
+            lacking: false,
+            assigned: 0,
+        }
     }
 }
 
@@ -47,7 +59,9 @@ impl Combine for Sums {
             records: self.records + right.records,
             sums: self.sums.iter().zip(&right.sums).map(|(a, b)| a + b).collect(),
             counts: self.counts.iter().zip(&right.counts).map(|(a, b)| a + b).collect(),
-            inertia: self.inertia + right.inertia,
+            inertia: self.inertia.iter().zip(&right.inertia).map(|(a, b)| a + b).collect(),
+            lacking: self.lacking || right.lacking,
+            assigned: self.assigned + right.assigned,
         }
     }
 }
@@ -139,7 +153,9 @@ pub(crate) fn pass(
             next += 1;
         }
         let counts = if p.counts.is_empty() { count(&p.labels, k) } else { p.counts };
-        tree.push_leaf(key, Sums { records: p.records, sums: p.sums, counts, inertia: p.inertia });
+        let (sums, inertia, lacking, assigned) = (p.sums, p.inertia, p.lacking, p.assigned);
+        let records = p.records;
+        tree.push_leaf(key, Sums { records, sums, counts, inertia, lacking, assigned });
         next = key + 1;
     };
     let run = match resident {
@@ -153,7 +169,7 @@ pub(crate) fn pass(
 }
 
 /// Records per cluster among `labels`.
-fn count(labels: &[i32], k: usize) -> Vec<u64> {
+fn count(labels: &[i32], k: usize) -> Vec<i64> {
     let mut counts = vec![0; k];
     labels.iter().for_each(|&j| counts[j as usize] += 1);
     counts
@@ -181,20 +197,21 @@ impl Whole {
         };
     }
 
-    /// The fold the update step takes.
-    pub(crate) fn finish(self, k: usize, d: usize) -> Fold {
+    /// The pass's figures: the root of the tree (every vector at its full length), the
+    /// farthest records, the first bad one.
+    pub(crate) fn finish(self, k: usize, d: usize) -> (Sums, Farthest, Option<u64>) {
         let root = self.tree.finish().filter(|s| s.records > 0);
-        let (sums, counts, inertia) = match root {
-            Some(s) => (s.sums, s.counts, s.inertia),
-            None => (Vec::new(), Vec::new(), 0.0),
-        };
-        Fold {
-            sums: if sums.is_empty() { vec![0.0; k * d] } else { sums },
-            counts: if counts.is_empty() { vec![0; k] } else { counts },
-            inertia,
-            far: self.far,
-            bad: self.bad,
+        let mut s = root.unwrap_or_else(Sums::empty);
+        if s.sums.is_empty() {
+            s.sums = vec![0.0; k * d];
         }
+        if s.counts.is_empty() {
+            s.counts = vec![0; k];
+        }
+        if s.inertia.is_empty() {
+            s.inertia = vec![0.0; k];
+        }
+        (s, self.far, self.bad)
     }
 }
 
@@ -216,13 +233,15 @@ pub(crate) fn encode(local: &Local) -> Vec<u8> {
     put(local.nodes.len() as u64);
     for n in &local.nodes {
         let s = &n.value;
-        for w in [u64::from(n.level), n.index, s.records, s.inertia.to_bits()] {
+        for w in [u64::from(n.level), n.index, s.records, u64::from(s.lacking), s.assigned] {
             put(w);
         }
         put(s.sums.len() as u64);
         s.sums.iter().for_each(|x| put(x.to_bits()));
         put(s.counts.len() as u64);
-        s.counts.iter().for_each(|&c| put(c));
+        s.counts.iter().for_each(|&c| put(c as u64));
+        put(s.inertia.len() as u64);
+        s.inertia.iter().for_each(|x| put(x.to_bits()));
     }
     out
 }
@@ -240,10 +259,12 @@ pub(crate) fn decode(bytes: &[u8], k: usize) -> Local {
     }
     let mut nodes = Vec::new();
     for _ in 0..next() {
-        let (level, index, records, inertia) = (next() as u32, next(), next(), next());
+        let (level, index, records) = (next() as u32, next(), next());
+        let (lacking, assigned) = (next() != 0, next());
         let sums = (0..next()).map(|_| f64::from_bits(next())).collect();
-        let counts = (0..next()).map(|_| next()).collect();
-        let value = Sums { records, sums, counts, inertia: f64::from_bits(inertia) };
+        let counts = (0..next()).map(|_| next() as i64).collect();
+        let inertia = (0..next()).map(|_| f64::from_bits(next())).collect();
+        let value = Sums { records, sums, counts, inertia, lacking, assigned };
         nodes.push(Node { level, index, value });
     }
     Local { nodes, far, bad, run: RunStats::default() }
