@@ -12,7 +12,8 @@
 //!    order either way (passes of moves carry the sums instead, `moves.rs`).
 //! 2. Per record, one `f64` lower bound, one `f64` upper bound on the distance to its own
 //!    centre (for the test that reads no data, `moves.rs`) and one `u32` label (20 bytes),
-//!    reserved from the budget for the process's records; when the budget cannot hold them, or
+//!    reserved from the budget for the process's records, with room for the records a pass of
+//!    moves copies (a block per core); when the budget cannot hold them, or
 //!    `SLUICE_KMEANS_BOUNDS=0`, there is no store and every pass assigns in full.
 //! 3. State is kept per block, keyed by the block's first record, and used only by the next
 //!    pass, on a block of the same length: a block whose state is missing or stale is assigned
@@ -112,8 +113,11 @@ impl BoundStore {
         if OFF.with(std::cell::Cell::get) {
             return None;
         }
-        // 20 bytes per record, and the map's entries (a few per MiB of data).
-        let bytes = records.checked_mul(20)?.checked_add(1 << 16)?;
+        // 20 bytes per record, the map's entries (a few per MiB of data), and the records a
+        // pass of moves copies together (`moves.rs`): at most a block per compute thread.
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let copies = (cores * pipeline.block_size()) as u64;
+        let bytes = records.checked_mul(20)?.checked_add(1 << 16)?.checked_add(copies)?;
         // As the resident copy: never at the cost of the pipeline's block size.
         if budget.available() < bytes.saturating_add(pipeline.pool_bytes()) {
             return None;

@@ -27,12 +27,14 @@
 //!    pass (`lacking`), or when a cluster would be left empty: relocation (module rule 4)
 //!    needs every record's distance. A record relocated to an empty cluster is relabelled in
 //!    the bounds with bounds that force its full assignment next pass.
-//! 5. `SLUICE_KMEANS_MOVES=0` turns passes of moves off (every pass reads every record).
+//! 5. A pass of moves follows a pass that assigned at most 25 % of its records in full (the
+//!    share of the whole stream, the same on every rank); above it, reading every record is
+//!    as fast. `SLUICE_KMEANS_MOVES=S` sets the share (`0` turns passes of moves off).
 
 use super::assign::Want;
 use super::bounds::PassBounds;
 use super::kernel::{BlockPartial, Farthest, Float, Fold, KmeansKernel};
-use super::simd::Avx2Fma;
+use super::simd::{self, Avx2Fma};
 use super::tree::Sums;
 use crate::{Endian, Scalar};
 
@@ -45,7 +47,7 @@ thread_local! {
 
 /// A pass of moves follows a pass that assigned at most this share of its records in full;
 /// above it, a pass that reads every record is faster (rule 5).
-const MOVES_BELOW: f64 = 0.15;
+const MOVES_BELOW: f64 = 0.25;
 
 /// Whether a pass of moves should follow a pass that assigned `assigned` of its `records`
 /// records in full (rule 5).
@@ -54,9 +56,13 @@ pub(super) fn worth(assigned: u64, records: u64) -> bool {
     if let Some(below) = BELOW.with(std::cell::Cell::get) {
         return assigned as f64 <= below * records as f64;
     }
-    let on = std::env::var_os("SLUICE_KMEANS_MOVES").is_none_or(|v| v != "0");
-    on && assigned as f64 <= MOVES_BELOW * records as f64
+    let below = std::env::var("SLUICE_KMEANS_MOVES").ok().and_then(|v| v.parse::<f64>().ok());
+    let below = below.filter(|b| b.is_finite()).unwrap_or(MOVES_BELOW);
+    below > 0.0 && assigned as f64 <= below * records as f64
 }
+
+/// How many records ahead of the copy [`simd::prefetch`] asks for.
+const AHEAD: usize = 12;
 
 /// One block's pass of moves (rule 1): the records of `data` from record `first`, the
 /// reference centres `refs`; what the moves add and take goes into `p`. The records that fail
@@ -92,12 +98,20 @@ pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(
     }
     p.assigned = 0;
     if !pending.is_empty() {
+        // At most a block per compute thread, reserved with the bounds (`bounds.rs` rule 2).
         let mut gathered = Vec::new();
         let sub = if pending.len() == records {
             data
         } else {
             gathered.reserve_exact(pending.len() * rec);
-            pending.iter().for_each(|&i| gathered.extend_from_slice(&data[i * rec..(i + 1) * rec]));
+            // Scattered reads: the records some way ahead are asked for while this one is
+            // copied, so that their cache misses overlap.
+            for (n, &i) in pending.iter().enumerate() {
+                if let Some(&ahead) = pending.get(n + AHEAD) {
+                    simd::prefetch(&data[ahead * rec..(ahead + 1) * rec]);
+                }
+                gathered.extend_from_slice(&data[i * rec..(i + 1) * rec]);
+            }
             &gathered[..]
         };
         let mut sub_state = state.gather(&pending);
