@@ -148,13 +148,22 @@ fn rule4_empty_clusters_take_the_farthest_records() {
     let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
     write_npy(&path, &x, 2, Dtype::new(Scalar::F64, Endian::Little));
     write_npy(&init_path, &init, 2, Dtype::new(Scalar::F64, Endian::Little));
-    let (want, _) = naive(&x, 2, &init, 3);
-    let pipeline = pipeline_on(8192, 1);
-    let r =
-        kmeans(&path, &config(4, &init_path, 3, None), &pipeline, &Budget::unlimited()).unwrap();
-    assert_eq!(r.history[0].relocated, 2);
-    for (a, b) in r.centres.iter().flatten().zip(&want) {
-        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    // Under passes of moves too (`moves.rs`): the relocated records are relabelled in the
+    // bounds, so the clusters carried forward stay those of the labels.
+    for (below, iters) in [(-1.0, 3), (1.0, 12)] {
+        let (want, want_labels) = naive(&x, 2, &init, iters);
+        let labels = dir.path().join("l.npy");
+        let cfg = config(4, &init_path, iters, Some(labels.clone()));
+        moves::BELOW.with(|o| o.set(Some(below)));
+        let r = kmeans(&path, &cfg, &pipeline_on(8192, 1), &Budget::unlimited());
+        moves::BELOW.with(|o| o.set(None));
+        let r = r.unwrap();
+        assert_eq!(r.history[0].relocated, 2);
+        assert_eq!(r.history.iter().any(|h| h.moves), below > 0.0);
+        assert_eq!(read_labels(&labels), want_labels, "passes of moves below {below}");
+        for (a, b) in r.centres.iter().flatten().zip(&want) {
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+        }
     }
 }
 
@@ -565,33 +574,6 @@ fn passes_of_moves_give_plain_lloyds_labels_and_its_centres_to_rounding() {
             v
         };
         assert_eq!(bits(&run(1.0, 1, "one.npy").0), bits(&fast), "{what}: one worker");
-    }
-}
-
-/// Empty clusters under passes of moves: relocated records are relabelled in the bounds, so
-/// the carried clusters stay those of the labels; the result is the naive reference's.
-#[test]
-fn relocated_records_are_carried_by_passes_of_moves() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = StdRng::seed_from_u64(8);
-    let (x, mut init) = blobs(&mut rng, 2000, 2, 4);
-    init[4..8].copy_from_slice(&[1e6, 1e6, -1e6, 1e6]);
-    let (path, init_path) = (dir.path().join("x.npy"), dir.path().join("i.npy"));
-    write_npy(&path, &x, 2, Dtype::new(Scalar::F64, Endian::Little));
-    write_npy(&init_path, &init, 2, Dtype::new(Scalar::F64, Endian::Little));
-    let iters = 12;
-    let (want, want_labels) = naive(&x, 2, &init, iters);
-    let labels = dir.path().join("l.npy");
-    moves::BELOW.with(|o| o.set(Some(1.0)));
-    let cfg = config(4, &init_path, iters, Some(labels.clone()));
-    let r = kmeans(&path, &cfg, &pipeline_on(8192, 1), &Budget::unlimited());
-    moves::BELOW.with(|o| o.set(None));
-    let r = r.unwrap();
-    assert_eq!(r.history[0].relocated, 2);
-    assert!(r.history.iter().skip(1).any(|h| h.moves));
-    assert_eq!(read_labels(&labels), want_labels);
-    for (a, b) in r.centres.iter().flatten().zip(&want) {
-        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
     }
 }
 
