@@ -200,14 +200,23 @@ impl BoundStore {
             _ => U64,
         };
         *last = Some((pass, centres.to_vec()));
+        let coef = 8.0 * (d as f64 + 4.0) * unit;
+        // `keeps_unread`'s test folded into three constants (see there).
+        let (k1, k2, k3, k4) = (1.0 + 2.0 * U64, 1.0 - 2.0 * U64, 1.0 + 4.0 * U64, 1.0 - 4.0 * U64);
+        let unread = [
+            k1 * k1 * k1 * (1.0 + 4.0 * coef * k3) * (1.0 + 16.0 * U64),
+            4.0 * coef * c2 * (1.0 + k3) * (1.0 + 16.0 * U64),
+            k2 * k2 * k4 * (1.0 - 16.0 * U64),
+        ];
         PassBounds {
             store: Arc::clone(self),
             pass,
             other,
             own,
             c2,
-            coef: 8.0 * (d as f64 + 4.0) * unit,
+            coef,
             direct: 1.0 + 2.0 * (d as f64 + 3.0) * U64,
+            unread,
         }
     }
 }
@@ -228,6 +237,8 @@ pub(crate) struct PassBounds {
     coef: f64,
     /// The relative error allowance of the direct distance.
     direct: f64,
+    /// [`PassBounds::keeps_unread`]'s `[P, Q, R]`.
+    unread: [f64; 3],
 }
 
 impl PassBounds {
@@ -277,13 +288,21 @@ impl PassBounds {
     /// distance to its centre `a` plus `a`'s shift bounds the direct squared distance, which
     /// [`PassBounds::keeps_near`] then tests against the lowered `lower`. `Some((l, u))`, the
     /// new bounds, if the record keeps its label.
+    ///
+    /// It is [`PassBounds::keeps_near`]'s test with `near = u²·k₁`, `u = (upper + s_a)·k₁` and
+    /// `l = (lower − o_a)·k₂`, folded: with `s = upper + s_a` and `t = lower − o_a`, the record
+    /// keeps its label if `t > 0` and `s²·P + Q < t²·R`, where `P = k₁³(1 + 4εk₃)`,
+    /// `Q = 4εC²(1 + k₃)` and `R = k₂²k₄` (`ε` = `coef`; `k₁ = 1 + 2u64`, `k₂ = 1 − 2u64`,
+    /// `k₃ = 1 + 4u64`, `k₄ = 1 − 4u64`), `P` and `Q` grown and `R` shrunk by `16u64` for the
+    /// five roundings of the folded form. Half the operations of the unfolded test: this is
+    /// the loop of a pass of moves over every record.
     #[inline(always)]
     pub(super) fn keeps_unread(&self, lower: f64, upper: f64, a: usize) -> Option<(f64, f64)> {
-        let own = self.own.as_ref()?;
-        let u = (upper + own[a]) * (1.0 + 2.0 * U64);
-        // `u² ≥ ‖x − c_a‖²`: as the direct distance with its allowance.
-        let near = u * u * (1.0 + 2.0 * U64);
-        self.keeps_within(lower, a, near).map(|l| (l, u))
+        let (own, other) = (self.own.as_ref()?, self.other.as_ref()?);
+        let [ua, ub, uc] = self.unread;
+        let (s, t) = (upper + own[a], lower - other[a]);
+        let keep = t > 0.0 && s * s * ua + ub < t * t * uc;
+        keep.then_some((t * (1.0 - 2.0 * U64), s * (1.0 + 2.0 * U64)))
     }
 
     /// An upper bound on `‖x − c‖` from the direct squared distance `dist` (`row`).
@@ -335,5 +354,63 @@ impl PassBounds {
     pub(super) fn fresh(&self, second: f64, xx: f64) -> f64 {
         let l2 = second + xx - self.margin(xx);
         if l2 > 0.0 { l2.sqrt() * (1.0 - 2.0 * U64) } else { 0.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    use sluice_io::{Budget, PipelineBuilder};
+
+    use super::*;
+
+    /// The folded test of [`PassBounds::keeps_unread`] against the unfolded one it stands for
+    /// ([`PassBounds::keeps_within`] with `near = ((upper + s_a)·k₁)²·k₁`): it keeps a record
+    /// only where the unfolded one does, with the same new bounds, and differs from it only
+    /// within a few roundings of the boundary.
+    #[test]
+    fn the_folded_test_without_the_data_keeps_only_what_the_unfolded_one_keeps() {
+        let mut rng = StdRng::seed_from_u64(23);
+        let pipeline = PipelineBuilder::new().block_size(8192).build().unwrap();
+        let (d, k) = (3, 5);
+        let (mut kept, mut near_miss) = (0, 0);
+        for round in 0..200 {
+            let scale = 10f64.powi(rng.gen_range(-3..4));
+            let old: Vec<f64> = (0..k * d).map(|_| rng.gen_range(-1.0..1.0) * scale).collect();
+            let new: Vec<f64> =
+                old.iter().map(|c| c + rng.gen_range(-0.01..0.01) * scale).collect();
+            let store = BoundStore::new(8, &Budget::unlimited(), &pipeline).unwrap();
+            let _ = store.begin(&old, d, Scalar::F64);
+            let pass = store.begin(&new, d, Scalar::F64);
+            let (own, other) = (pass.own.clone().unwrap(), pass.other.clone().unwrap());
+            for _ in 0..500 {
+                let a = rng.gen_range(0..k);
+                let upper = rng.gen_range(0.0..2.0) * scale;
+                // Lower bounds around the boundary of the test, `t² R = s² P + Q`.
+                let [p, q, r] = pass.unread;
+                let s = upper + own[a];
+                let edge = ((s * s * p + q) / r).sqrt();
+                let width = [1e-6, 1e-13, 1e-15, 0.5][round % 4];
+                let lower = edge * rng.gen_range(1.0 - width..1.0 + width) + other[a];
+                let u = (upper + own[a]) * (1.0 + 2.0 * U64);
+                let unfolded = pass.keeps_within(lower, a, u * u * (1.0 + 2.0 * U64));
+                let folded = pass.keeps_unread(lower, upper, a);
+                match (folded, unfolded) {
+                    (Some((l, uu)), Some(l2)) => {
+                        assert_eq!((l, uu), (l2, u));
+                        kept += 1;
+                    }
+                    (Some(_), None) => panic!("kept by the folded test only: {lower} {upper} {a}"),
+                    (None, Some(_)) => {
+                        let off = ((lower - other[a]) / edge - 1.0).abs();
+                        assert!(off < 64.0 * U64, "missed {off} from the edge");
+                        near_miss += 1;
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+        assert!(kept > 10_000, "{kept} kept: the test tests nothing");
+        assert!(near_miss > 0, "no record near the boundary: the test tests nothing");
     }
 }
