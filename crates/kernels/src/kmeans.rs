@@ -36,9 +36,10 @@
 //! 5. Update: a centre is its cluster's sum (f64, records in file order; after passes of moves,
 //!    the last full sum plus what the moves since added and took, `moves.rs` rule 2) times
 //!    `1 / count` (scikit-learn's `_average_centers`), rounded to the data's type; an empty
-//!    cluster that could not be relocated gets the zero vector, as in scikit-learn. scikit-learn sums f32
-//!    data in f32; the f64 sums here are more accurate, so f32 results differ from
-//!    scikit-learn's by f32 rounding (about 1e-6 relative), f64 results by f64 rounding.
+//!    cluster that could not be relocated gets the zero vector, as in scikit-learn.
+//!    scikit-learn sums f32 data in f32; the f64 sums here are more accurate, so f32 results
+//!    differ from scikit-learn's by f32 rounding (about 1e-6 relative), f64 results by f64
+//!    rounding.
 //! 6. Stopping: after `max_iter` update passes; earlier if the new centres equal the old ones
 //!    bitwise (which happens exactly when no label changed: scikit-learn's strict convergence),
 //!    or if `Σ_j ‖c_j' − c_j‖² ≤ threshold × mean_f var(x_f)` (scikit-learn's `tol`; the variance

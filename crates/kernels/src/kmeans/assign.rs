@@ -395,8 +395,8 @@ fn assign_bounded<T: Float, const BIG: bool, const FMA: bool>(
 }
 
 /// The figures of record `index` (bytes `r`) once assigned to centre `j` at squared distance
-/// `dist`: its count and label (`update`, `labels`), its cluster's inertia, and a non-finite record or a
-/// far one (the candidates that refill empty clusters) noted. `figures` are the loop's counts,
+/// `dist`: its count and label (`update`, `labels`), its cluster's inertia, and a non-finite
+/// record or a far one (the candidates that refill empty clusters) noted. `figures` are the loop's counts,
 /// inertia and far threshold, kept out of `partial` so that they stay in registers; inlined,
 /// with `update` and `labels` constants where the caller's are. Against the live threshold, and
 /// the coordinates copied only for a record the heap takes: a window-old threshold let every
