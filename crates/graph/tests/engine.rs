@@ -166,11 +166,12 @@ fn several_partitions_both_modes_match_naive_implementations() {
             // The last levels from kept edges (bfs.rs): never, from some level on, from the
             // first; from a spread of roots, against the naive BFS. Keeping from the first
             // level streams the grid once and runs every later level in memory.
+            let max_in = *g.in_degree().iter().max().unwrap();
             for root in (0..n).step_by(n / 5 + 1).chain([1, 5]) {
                 let want = naive_bfs(n, &arcs, root);
                 for keep in [0, arcs.len() as u64 / 8, u64::MAX] {
                     let _ = g.take_stats();
-                    let when = |l: bfs::Level| l.live_edges <= keep;
+                    let when = |l: &bfs::Level| (l.live_edges <= keep).then_some(u32::MAX);
                     let got = bfs::bfs_keeping(&g, g.original_ids()[root], when).unwrap();
                     let passes = g.take_stats().passes;
                     let what = format!("BFS from {root} keeping {keep}: directed={directed}");
@@ -179,6 +180,26 @@ fn several_partitions_both_modes_match_naive_implementations() {
                         assert_eq!(passes, 1, "{what}: passes");
                     }
                 }
+                // Keeping only the edges into vertices of in-degree up to a cap, from the
+                // first level on (from two roots): below the largest in-degree the search must notice the
+                // vertices left unreached with more in-edges than it kept and go on streaming;
+                // at it, the one pass keeps everything. And within 1/8 of the live edges, at
+                // any level (`bfs`'s own policy).
+                let caps = if root <= 1 { vec![2, max_in / 2, max_in] } else { vec![] };
+                for cap in caps {
+                    let _ = g.take_stats();
+                    let got = bfs::bfs_keeping(&g, g.original_ids()[root], |_| Some(cap)).unwrap();
+                    let passes = g.take_stats().passes;
+                    let what = format!("BFS from {root}, in-degree cap {cap}: directed={directed}");
+                    assert_eq!(got, want, "{what} mem={in_memory}");
+                    if cap == max_in && arcs.iter().any(|&(s, _)| s == root) {
+                        assert_eq!(passes, 1, "{what}: passes");
+                    }
+                }
+                let most = arcs.len() as u64 / 8;
+                let got = bfs::bfs_keeping(&g, g.original_ids()[root], |l| l.cap_within(most));
+                let what = format!("BFS from {root} keeping 1/8: directed={directed}");
+                assert_eq!(got.unwrap(), want, "{what} mem={in_memory}");
             }
             let _ = g.take_stats();
             assert_eq!(wcc::wcc(&g).unwrap(), want_wcc, "WCC directed={directed} mem={in_memory}");

@@ -7,15 +7,24 @@
 //! # The last levels from kept edges
 //! A level needs only the edges into vertices not reached yet, and after the few levels that
 //! reach most of the graph those are a sliver of the store: Kronecker scale 24 from
-//! `bench/graph`'s root has 1.56 M edges into the 2.67 M vertices still unreached before level
-//! 3, of 268 M, yet each of levels 3–6 streamed the whole grid (every row partition holds a
-//! frontier vertex). So when the edges into unreached vertices (`Σ in_degree`, known before
-//! the pass) number at most [`KEEP_SHARE`] of the edges and fit the budget, that level's pass
-//! streams every block and also keeps each edge whose destination is still unreached when the
-//! edge is applied; the later levels run over the kept edges in memory, dropping those into
-//! vertices reached. That is exact: an edge into a vertex reached at a later level has a
-//! destination unreached during the keeping pass, so it was kept. Scale 24 then reads 1.5 GB
-//! instead of 2.45 (levels 1–3 from the store, 4–6 in memory).
+//! `bench/graph`'s root has 1.56 M edges into the 1.18 M vertices of positive in-degree still
+//! unreached after level 2, of 268 M, yet each later level streamed the whole grid (every row
+//! partition holds a frontier vertex). So a level's pass may also keep each edge into a vertex
+//! unreached when the edge is applied, and the later levels then run over the kept edges in
+//! memory, dropping those into vertices reached. That is exact: an edge into a vertex reached
+//! at a later level has a destination unreached during the keeping pass, so it was kept.
+//!
+//! Keeping every live edge waits for the level where they are few, which at scale 24 is
+//! level 3 (126 M live edges before level 2): three passes. But the vertices level 2 leaves
+//! unreached have few in-edges (at most 14 at scale 24), while the live edges are mostly into
+//! vertices of large in-degree, which level 2 reaches. So the pass keeps only the edges into
+//! vertices of in-degree up to a cap: the largest power of two whose live edges number at most
+//! [`KEEP_SHARE`] of the graph's (32 at scale 24: 31.3 M edges, 250 MB) and fit the budget.
+//! After the pass, if no vertex left unreached has an in-degree above the cap, every edge the
+//! later levels need was kept (exact as above); otherwise the kept edges are dropped and the
+//! search goes on streaming. Scale 24 (raw store, cold, `--memory 1G`, page cache dropped,
+//! load 1.6–1.8, the two builds alternating): 3 passes and 1.64 GB read → 2 passes and 1.08 GB;
+//! 2.42 and 1.94 s → 1.64 and 1.53 s.
 //!
 //! Direction optimisation (Beamer et al., SC 2012) is not done, by the blocks it would read
 //! (issue 15, lever 3): a bottom-up step over the reverse grid needs block (a, b) exactly
@@ -35,8 +44,8 @@ use crate::{Direction, EdgeKernel, Error, Graph, VertexArray, VertexId, VertexSe
 pub const UNREACHED: u32 = u32::MAX;
 
 /// [`bfs`] keeps at most one edge in this many of the graph's: beyond, the keeping would cost
-/// the pass more than the passes it saves would.
-pub const KEEP_SHARE: u64 = 16;
+/// the pass more than the passes it saves would (and take the block cache's memory).
+pub const KEEP_SHARE: u64 = 8;
 
 pub(crate) struct Visit {
     pub(crate) depth: u32,
@@ -65,14 +74,18 @@ impl EdgeKernel for Visit {
     }
 }
 
-/// [`Visit`] that also keeps every edge into a vertex unreached when the edge is applied, in
-/// its destination partition's list (sized beforehand; one writer per partition, so the lock
-/// is never contended). Every edge reaches `gather`: the frontier test is `apply`'s.
+/// [`Visit`] that also keeps each edge into a vertex unreached when the edge is applied and of
+/// in-degree at most `cap`, in its destination partition's list (sized beforehand; one writer
+/// per partition, so the lock is never contended). Edges from the frontier are not kept: their
+/// destinations are reached in this pass. Every edge reaches `gather`: the frontier test is
+/// `apply`'s.
 struct Keep<'a> {
     depth: u32,
     frontier: &'a VertexSet,
     kept: &'a [Mutex<Vec<u64>>],
     psize: u32,
+    ins: &'a [u32],
+    cap: u32,
     /// An edge found its list full (the in-degrees undercounted): the kept edges are unusable.
     overflow: AtomicBool,
 }
@@ -89,19 +102,24 @@ impl EdgeKernel for Keep<'_> {
         Some(s)
     }
     fn apply(&self, d: VertexId, s: VertexId, depth: &mut u32) -> bool {
-        let list = &self.kept[(d / self.psize) as usize];
-        let mut list = list.lock().unwrap_or_else(PoisonError::into_inner);
-        if list.len() < list.capacity() {
-            list.push(u64::from(s) << 32 | u64::from(d));
-        } else {
-            // Relaxed: read after the pass, whose end orders it.
-            self.overflow.store(true, Ordering::Relaxed);
+        if *depth != UNREACHED {
+            return false;
         }
-        let fresh = *depth == UNREACHED && self.frontier.contains(s);
-        if fresh {
+        if self.frontier.contains(s) {
             *depth = self.depth;
+            return true;
         }
-        fresh
+        if self.ins[d as usize] <= self.cap {
+            let list = &self.kept[(d / self.psize) as usize];
+            let mut list = list.lock().unwrap_or_else(PoisonError::into_inner);
+            if list.len() < list.capacity() {
+                list.push(u64::from(s) << 32 | u64::from(d));
+            } else {
+                // Relaxed: read after the pass, whose end orders it.
+                self.overflow.store(true, Ordering::Relaxed);
+            }
+        }
+        false
     }
 }
 
@@ -110,7 +128,16 @@ impl EdgeKernel for Keep<'_> {
 pub fn bfs(g: &Graph, root: u64) -> Result<Vec<u32>, Error> {
     let most = g.meta().num_edges / KEEP_SHARE;
     // Keeping streams every row partition: worth it when most hold a frontier vertex.
-    bfs_keeping(g, root, |l| l.live_edges <= most && 2 * l.frontier_rows >= l.rows)
+    bfs_keeping(g, root, |l| if 2 * l.frontier_rows >= l.rows { l.cap_within(most) } else { None })
+}
+
+/// In-degree classes of [`Level::live_by_in_degree`]: class c holds in-degrees in
+/// (2^(c−1), 2^c], class 0 in-degree 1.
+const CLASSES: usize = 33;
+
+/// The class of in-degree `d` ≥ 1.
+fn class(d: u32) -> usize {
+    (u32::BITS - (d - 1).leading_zeros()) as usize
 }
 
 /// What a level looks like before its pass, for the choice to keep edges ([`bfs_keeping`]).
@@ -122,21 +149,52 @@ pub struct Level {
     pub frontier_rows: usize,
     /// Row partitions.
     pub rows: usize,
+    /// Of `live_edges`, those into vertices of each in-degree class: class c holds in-degrees
+    /// in (2^(c−1), 2^c], class 0 in-degree 1.
+    pub live_by_in_degree: [u64; CLASSES],
 }
 
-/// [`bfs`], keeping the edges into unreached vertices at the first level for which `keep` says
-/// so (and whose kept edges fit the budget).
-pub fn bfs_keeping(g: &Graph, root: u64, keep: impl Fn(Level) -> bool) -> Result<Vec<u32>, Error> {
+impl Level {
+    /// The largest in-degree cap 2^c (`u32::MAX` for all) whose live edges number at most
+    /// `most`, if any: the edges a pass keeping up to that cap would keep.
+    pub fn cap_within(&self, most: u64) -> Option<u32> {
+        let mut sum = 0;
+        let mut cap = None;
+        for (c, &n) in self.live_by_in_degree.iter().enumerate() {
+            sum += n;
+            if sum > most {
+                break;
+            }
+            cap = Some(if c == CLASSES - 1 { u32::MAX } else { 1 << c });
+        }
+        cap
+    }
+}
+
+/// [`bfs`], keeping the edges into unreached vertices of in-degree up to the cap that `keep`
+/// returns, at the first level for which it returns one (and whose kept edges fit the budget).
+/// If after that pass every vertex not reached has an in-degree within the cap, the later
+/// levels run over the kept edges in memory; otherwise the kept edges are dropped and the
+/// search goes on streaming, asking `keep` again at each level.
+pub fn bfs_keeping(
+    g: &Graph,
+    root: u64,
+    keep: impl Fn(&Level) -> Option<u32>,
+) -> Result<Vec<u32>, Error> {
     let root = g.dense_id(root)?;
     let mut depth = VertexArray::new(g, "bfs depths", UNREACHED)?;
     depth[root as usize] = 0;
     let mut frontier = VertexSet::single(g, root);
     let ins = g.in_degree();
     let psize = g.meta().partition_size as usize;
-    // Per partition, the edges into its unreached vertices.
+    // Per partition, the edges into its unreached vertices; per in-degree class, the same.
     let mut into: Vec<u64> =
         ins.chunks(psize).map(|c| c.iter().map(|&x| u64::from(x)).sum()).collect();
-    into[root as usize / psize] -= u64::from(ins[root as usize]);
+    let mut by_class = [0u64; CLASSES];
+    for &d in ins.iter().filter(|&&d| d > 0) {
+        by_class[class(d)] += u64::from(d);
+    }
+    reached(&VertexSet::single(g, root), ins, psize, &mut into, &mut by_class);
     let rows = into.len();
     let mut level = 1;
     while !frontier.is_empty() {
@@ -145,43 +203,71 @@ pub fn bfs_keeping(g: &Graph, root: u64, keep: impl Fn(Level) -> bool) -> Result
             break; // no edge leads to a vertex not reached yet
         }
         let frontier_rows = (0..rows).filter(|&p| frontier.has_partition(p)).count();
-        if keep(Level { live_edges, frontier_rows, rows }) {
-            let memory = g.budget().reserve("bfs edges into unreached vertices", live_edges * 8);
+        let shape = Level { live_edges, frontier_rows, rows, live_by_in_degree: by_class };
+        if let Some(cap) = keep(&shape) {
+            // Per partition, the edges into its unreached vertices of in-degree ≤ cap.
+            let room: Vec<u64> = ins
+                .chunks(psize)
+                .zip(depth.chunks(psize))
+                .map(|(ins, depths)| {
+                    let live =
+                        ins.iter().zip(depths).filter(|&(&i, &d)| d == UNREACHED && i <= cap);
+                    live.map(|(&i, _)| u64::from(i)).sum()
+                })
+                .collect();
+            let total: u64 = room.iter().sum();
+            let memory = g.budget().reserve("bfs edges into unreached vertices", total * 8);
             if let Ok(_memory) = memory {
                 let kept: Vec<_> =
-                    into.iter().map(|&n| Mutex::new(Vec::with_capacity(n as usize))).collect();
+                    room.iter().map(|&n| Mutex::new(Vec::with_capacity(n as usize))).collect();
                 let keep = Keep {
                     depth: level,
                     frontier: &frontier,
                     kept: &kept,
                     psize: psize as u32,
+                    ins,
+                    cap,
                     overflow: AtomicBool::new(false),
                 };
                 let every = VertexSet::all(g);
                 let next = g.stream_edges(&keep, &every, Direction::Out, &mut depth)?;
-                if !keep.overflow.load(Ordering::Relaxed) {
+                let overflow = keep.overflow.load(Ordering::Relaxed);
+                frontier = next;
+                reached(&frontier, ins, psize, &mut into, &mut by_class);
+                level += 1;
+                // Some vertex not reached has in-edges the pass did not keep?
+                let short = || depth.iter().zip(ins).any(|(&d, &i)| d == UNREACHED && i > cap);
+                if !overflow && !short() {
                     let lists = kept.into_iter().map(|m| m.into_inner().unwrap_or_default());
-                    finish(g, lists.collect(), next, level + 1, &mut depth);
+                    finish(g, lists.collect(), frontier, level, &mut depth);
                     return Ok(depth.into_vec());
                 }
-                frontier = next;
-                reached(&frontier, ins, psize, &mut into);
-                level += 1;
                 continue;
             }
         }
         let visit = Visit { depth: level };
         frontier = g.stream_edges(&visit, &frontier, Direction::Out, &mut depth)?;
-        reached(&frontier, ins, psize, &mut into);
+        reached(&frontier, ins, psize, &mut into, &mut by_class);
         level += 1;
     }
     Ok(depth.into_vec())
 }
 
-/// Takes the in-degrees of the vertices just reached off their partitions' counts.
-fn reached(fresh: &VertexSet, ins: &[u32], psize: usize, into: &mut [u64]) {
+/// Takes the in-degrees of the vertices just reached off their partitions' counts and their
+/// classes' counts.
+fn reached(
+    fresh: &VertexSet,
+    ins: &[u32],
+    psize: usize,
+    into: &mut [u64],
+    by_class: &mut [u64; CLASSES],
+) {
     for v in fresh.iter() {
-        into[v as usize / psize] -= u64::from(ins[v as usize]);
+        let d = ins[v as usize];
+        into[v as usize / psize] -= u64::from(d);
+        if d > 0 {
+            by_class[class(d)] -= u64::from(d);
+        }
     }
 }
 
@@ -212,5 +298,41 @@ fn finish(
         }
         frontier = next;
         level += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// `cap_within` against the edges counted vertex by vertex: the largest power of two (or
+    /// `u32::MAX`) whose live edges, summed over the vertices of in-degree up to it, fit.
+    #[test]
+    fn cap_within_is_the_largest_cap_that_fits() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(15);
+        for _ in 0..200 {
+            let ins: Vec<u32> = (0..rng.gen_range(1..50))
+                .map(|_| {
+                    if rng.gen_bool(0.1) {
+                        rng.r#gen::<u32>().max(1)
+                    } else {
+                        rng.gen_range(1..300)
+                    }
+                })
+                .collect();
+            let mut live_by_in_degree = [0; CLASSES];
+            for &d in &ins {
+                live_by_in_degree[class(d)] += u64::from(d);
+            }
+            let level = Level { live_edges: 0, frontier_rows: 0, rows: 0, live_by_in_degree };
+            let within = |cap: u32| ins.iter().filter(|&&d| d <= cap).map(|&d| u64::from(d)).sum();
+            let caps = (0..32).map(|c| 1u32 << c).chain([u32::MAX]);
+            let total: u64 = within(u32::MAX);
+            for most in [0, 1, 5, rng.gen_range(0..total.max(1)), total, total + 1] {
+                let want = caps.clone().rfind(|&cap| within(cap) <= most);
+                assert_eq!(level.cap_within(most), want, "{ins:?}, most {most}");
+            }
+        }
     }
 }
