@@ -364,6 +364,15 @@ impl Graph {
         }
     }
 
+    /// Runs `f` with the block cache serving what it holds but keeping nothing new (`cache`
+    /// rule 5): for passes whose reads no later pass needs.
+    pub fn without_cache_fills<T>(&self, f: impl FnOnce() -> T) -> T {
+        let was = std::mem::replace(&mut self.cache().filling, false);
+        let out = f();
+        self.cache().filling = was;
+        out
+    }
+
     /// Sets how many columns (destination partitions) one task applies together, source
     /// partition by source partition, in memory and from the block cache; 0 (the default)
     /// chooses per pass. Results do not depend on it (rule 2); speed does (`memory`).

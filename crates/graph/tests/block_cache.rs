@@ -1,7 +1,8 @@
 //! The block cache of the streaming mode (engine module `cache`): results bit for bit equal
 //! with the cache on and off (and in memory) on LDBC datasets and a weighted Kronecker graph;
-//! later passes read only what is not kept; the cache is held against the budget; a corrupt
-//! block is still an error on its first read and is never kept.
+//! later passes read only what is not kept; the cache is held against the budget; passes
+//! without fills keep nothing; a corrupt block is still an error on its first read and is never
+//! kept.
 
 use std::path::{Path, PathBuf};
 
@@ -167,6 +168,37 @@ fn a_small_budget_keeps_part_of_the_store_and_counts_it() {
     assert_eq!(first - last, report.resident_bytes, "each later pass skips what is kept");
     g.set_cache(false);
     assert_eq!(budget.available(), before, "turning the cache off returns its memory");
+}
+
+/// Rule 5: inside `without_cache_fills` passes keep nothing new but are served what is kept;
+/// the same bits either way.
+#[test]
+fn passes_without_fills_keep_nothing_and_are_still_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = kron(dir.path(), true);
+    let o = PageRankOptions { iterations: 2, damping: 0.85, tolerance: None };
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    let g = open(&store, Budget::unlimited(), true);
+    let want = bits(pagerank(&open(&store, Budget::unlimited(), false), &o).unwrap().ranks);
+    let got = g.without_cache_fills(|| pagerank(&g, &o)).unwrap().ranks;
+    assert_eq!(bits(got), want);
+    assert_eq!(g.cache_report().resident_bytes, 0, "a pass without fills kept a column");
+    let read = g.take_stats().bytes_per_pass;
+    assert!(read.len() == 2 && read.iter().all(|&b| b > 0), "passes read {read:?}");
+    // Filled now, then served inside `without_cache_fills`: nothing read from disk.
+    assert_eq!(bits(pagerank(&g, &o).unwrap().ranks), want);
+    let kept = g.cache_report().resident_bytes;
+    assert!(kept > 0);
+    let _ = g.take_stats();
+    let got = g.without_cache_fills(|| pagerank(&g, &o)).unwrap().ranks;
+    assert_eq!(bits(got), want);
+    assert_eq!(g.take_stats().bytes_per_pass, [0, 0], "the kept columns were not served");
+    assert_eq!(g.cache_report().resident_bytes, kept);
+    // And the fills are back after it.
+    let g = open(&store, Budget::unlimited(), true);
+    g.without_cache_fills(|| ());
+    pagerank(&g, &o).unwrap();
+    assert!(g.cache_report().resident_bytes > 0, "fills stayed off");
 }
 
 #[test]

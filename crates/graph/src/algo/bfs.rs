@@ -230,7 +230,10 @@ pub fn bfs_keeping(
                     overflow: AtomicBool::new(false),
                 };
                 let every = VertexSet::all(g);
-                let next = g.stream_edges(&keep, &every, Direction::Out, &mut depth)?;
+                // Usually the last pass: what it reads is not worth keeping.
+                let next = g.without_cache_fills(|| {
+                    g.stream_edges(&keep, &every, Direction::Out, &mut depth)
+                })?;
                 let overflow = keep.overflow.load(Ordering::Relaxed);
                 frontier = next;
                 reached(&frontier, ins, psize, &mut into, &mut by_class);
