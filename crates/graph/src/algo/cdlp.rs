@@ -5,8 +5,11 @@
 //! fixpoint (an iteration that changed nothing). Labels are dense ids, which preserve original
 //! id order, so "smallest" is the same either way.
 //!
-//! One iteration is one [`Graph::stream_adjacency`] pass over `Both` lists (one partition in
-//! memory at a time). Out of core: memory is 8 bytes per vertex here (two label arrays) beside
+//! One iteration is one [`Graph::stream_neighbour_values`] pass over `Both` lists of the
+//! neighbours' previous labels (one partition in memory at a time): the labels are gathered
+//! while each block is in cache, not list by list across the whole label array. Scale 24, two
+//! iterations, two alternated rounds (load 1.8–2.4): 33.1 and 34.5 s before, 28.7 and 25.1 s
+//! after (the runs of `Builder` alone: 31.0 and 28.5 s). Out of core: memory is 8 bytes per vertex here (two label arrays) beside
 //! the 16 per vertex of [`Graph::open`] and one partition's lists (≤ 65536 vertices: 16 bytes
 //! each plus 4 per list entry, i.e. per edge into or out of the partition), so a 1 GiB budget
 //! takes ~40 M vertices with any number of edges; each iteration reads 4 bytes per stored edge
@@ -42,6 +45,15 @@ pub(crate) fn relabel(
     std::mem::replace(label, new) != new
 }
 
+/// [`relabel`] from the neighbours' labels themselves.
+#[inline]
+fn relabel_from(buf: &mut Vec<VertexId>, labels: &[VertexId], label: &mut VertexId) -> bool {
+    buf.clear();
+    buf.extend_from_slice(labels);
+    let new = if buf.is_empty() { *label } else { mode(buf) };
+    std::mem::replace(label, new) != new
+}
+
 /// The most frequent value of `labels` (sorted in place), the smallest among ties.
 pub(crate) fn mode(labels: &mut [VertexId]) -> VertexId {
     labels.sort_unstable();
@@ -62,12 +74,13 @@ pub fn cdlp(g: &Graph, iterations: u32) -> Result<Cdlp, Error> {
     while done < iterations {
         let (prev, label) = labels.begin_pass()?;
         let mut changed = 0;
-        g.stream_adjacency(Neighbours::Both, false, |adj| {
+        // Each list holds the neighbours' previous labels, gathered block by block.
+        g.stream_neighbour_values(Neighbours::Both, prev, |adj| {
             let r = adj.vertices();
             changed += label[r.start as usize..r.end as usize]
                 .par_iter_mut()
                 .zip(r.into_par_iter())
-                .map_init(Vec::new, |buf, (l, v)| relabel(buf, adj.of(v), prev, l))
+                .map_init(Vec::new, |buf, (l, v)| relabel_from(buf, adj.of(v), l))
                 .filter(|&c| c)
                 .count();
             Ok(())
