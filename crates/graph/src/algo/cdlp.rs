@@ -29,25 +29,15 @@ pub struct Cdlp {
     pub iterations: u32,
 }
 
-/// One vertex's step: sets `label` to the mode of its neighbours' previous labels (`buf` is
-/// scratch), keeping it when it has no neighbour; returns whether it changed. The one rule for
-/// the single-process and the distributed CDLP.
+/// One vertex's step: sets `label` to the mode of its neighbours' previous labels `labels`
+/// (`buf` is scratch), keeping it when it has no neighbour; returns whether it changed. The one
+/// rule for the single-process and the distributed CDLP.
 #[inline]
-pub(crate) fn relabel(
+pub(crate) fn relabel_from(
     buf: &mut Vec<VertexId>,
-    neighbours: &[VertexId],
-    prev: &[VertexId],
+    labels: &[VertexId],
     label: &mut VertexId,
 ) -> bool {
-    buf.clear();
-    buf.extend(neighbours.iter().map(|&u| prev[u as usize]));
-    let new = if buf.is_empty() { *label } else { mode(buf) };
-    std::mem::replace(label, new) != new
-}
-
-/// [`relabel`] from the neighbours' labels themselves.
-#[inline]
-fn relabel_from(buf: &mut Vec<VertexId>, labels: &[VertexId], label: &mut VertexId) -> bool {
     buf.clear();
     buf.extend_from_slice(labels);
     let new = if buf.is_empty() { *label } else { mode(buf) };

@@ -10,7 +10,7 @@ use super::exchange::Exchange;
 use super::halo::Halo;
 use super::{Cost, DistGraph};
 use crate::algo::bfs::{UNREACHED, Visit};
-use crate::algo::cdlp::{Cdlp, relabel};
+use crate::algo::cdlp::{Cdlp, relabel_from};
 use crate::algo::pagerank::{PageRank, PageRankOptions, Sum};
 use crate::algo::spmv::Product;
 use crate::algo::sssp::Relax;
@@ -240,13 +240,13 @@ pub fn cdlp(ctx: &mut Ctx, dg: &DistGraph, iterations: u32) -> Result<(Cdlp, Cos
         x.begin();
         let (prev, label) = labels.begin_pass().map_err(&local)?;
         let mut mine: Vec<(u32, VertexId)> = Vec::new();
-        g.stream_adjacency_in(Neighbours::Both, false, dg.owned_partitions(), |adj| {
+        g.stream_neighbour_values_in(Neighbours::Both, prev, dg.owned_partitions(), |adj| {
             let r = adj.vertices();
             let changed: Vec<(u32, VertexId)> = label[r.start as usize..r.end as usize]
                 .par_iter_mut()
                 .zip(r.into_par_iter())
                 .map_init(Vec::new, |buf, (l, v)| {
-                    relabel(buf, adj.of(v), prev, l).then_some((v, *l))
+                    relabel_from(buf, adj.of(v), l).then_some((v, *l))
                 })
                 .flatten()
                 .collect();

@@ -415,22 +415,20 @@ impl Graph {
         &self,
         which: Neighbours,
         values: &[VertexId],
-        mut f: F,
+        f: F,
     ) -> Result<(), Error>
     where
         F: FnMut(&Adjacency) -> Result<(), Error>,
     {
-        let groups: Vec<Range<usize>> =
-            (0..self.meta.partitions as usize).map(|p| p..p + 1).collect();
-        self.adjacency_groups(which, false, Some(values), &groups, |a| f(&a))
+        self.stream_neighbour_values_in(which, values, 0..self.meta.partitions as usize, f)
     }
 
-    /// [`Graph::stream_adjacency`] over the partitions `parts` only (a rank's columns in a
-    /// partitioned store, `crate::dist`; the other columns of a part are empty).
-    pub(crate) fn stream_adjacency_in<F>(
+    /// [`Graph::stream_neighbour_values`] over the partitions `parts` only (a rank's columns in
+    /// a partitioned store, `crate::dist`; the other columns of a part are empty).
+    pub(crate) fn stream_neighbour_values_in<F>(
         &self,
         which: Neighbours,
-        sets: bool,
+        values: &[VertexId],
         parts: Range<usize>,
         mut f: F,
     ) -> Result<(), Error>
@@ -438,7 +436,7 @@ impl Graph {
         F: FnMut(&Adjacency) -> Result<(), Error>,
     {
         let groups: Vec<Range<usize>> = parts.map(|p| p..p + 1).collect();
-        self.adjacency_groups(which, sets, None, &groups, |a| f(&a))
+        self.adjacency_groups(which, false, Some(values), &groups, |a| f(&a))
     }
 
     fn builder(
