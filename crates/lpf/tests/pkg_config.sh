@@ -27,8 +27,12 @@ cd "$work"
 # The command a user types, word for word.
 cc hello_lpf.c $(pkg-config --cflags --libs sluice-lpf) -o hello >cc.log 2>&1 \
     || fail "cc hello_lpf.c \$(pkg-config --cflags --libs sluice-lpf) failed" cc.log
-# The program runs against the installed copy, found by the rpath alone.
-ldd ./hello | grep -q "$work/prefix/lib/libsluice_lpf.so" || fail "not linked to the installed library"
+# The program runs against the installed copy, found by the rpath alone. (ldd's output is
+# taken whole first: `ldd | grep -q` under pipefail fails when grep exits before ldd has written
+# everything and ldd dies of SIGPIPE, which failed one CI run on 2026-11-29.)
+libs=$(ldd ./hello) || fail "ldd ./hello failed"
+grep -qF "$work/prefix/lib/libsluice_lpf.so" <<<"$libs" \
+    || fail "not linked to the installed library: $libs"
 out=$(env -u LD_LIBRARY_PATH LPF_MAX_PROCS=4 ./hello 2>&1) || fail "./hello failed: $out"
 [ "$out" = "hello from 4 processes: sum of pids 6" ] || fail "unexpected output: $out"
 echo "PASS pkg_config_shared"
