@@ -187,18 +187,16 @@ pub fn bfs_keeping(
     let mut frontier = VertexSet::single(g, root);
     let ins = g.in_degree();
     let psize = g.meta().partition_size as usize;
-    // Per partition, the edges into its unreached vertices; per in-degree class, the same.
-    let mut into: Vec<u64> =
-        ins.chunks(psize).map(|c| c.iter().map(|&x| u64::from(x)).sum()).collect();
+    // Per in-degree class, the edges into unreached vertices.
     let mut by_class = [0u64; CLASSES];
     for &d in ins.iter().filter(|&&d| d > 0) {
         by_class[class(d)] += u64::from(d);
     }
-    reached(&VertexSet::single(g, root), ins, psize, &mut into, &mut by_class);
-    let rows = into.len();
+    reached(&VertexSet::single(g, root), ins, &mut by_class);
+    let rows = ins.len().div_ceil(psize);
     let mut level = 1;
     while !frontier.is_empty() {
-        let live_edges: u64 = into.iter().sum();
+        let live_edges: u64 = by_class.iter().sum();
         if live_edges == 0 {
             break; // no edge leads to a vertex not reached yet
         }
@@ -236,7 +234,7 @@ pub fn bfs_keeping(
                 })?;
                 let overflow = keep.overflow.load(Ordering::Relaxed);
                 frontier = next;
-                reached(&frontier, ins, psize, &mut into, &mut by_class);
+                reached(&frontier, ins, &mut by_class);
                 level += 1;
                 // Some vertex not reached has in-edges the pass did not keep?
                 let short = || depth.iter().zip(ins).any(|(&d, &i)| d == UNREACHED && i > cap);
@@ -250,24 +248,16 @@ pub fn bfs_keeping(
         }
         let visit = Visit { depth: level };
         frontier = g.stream_edges(&visit, &frontier, Direction::Out, &mut depth)?;
-        reached(&frontier, ins, psize, &mut into, &mut by_class);
+        reached(&frontier, ins, &mut by_class);
         level += 1;
     }
     Ok(depth.into_vec())
 }
 
-/// Takes the in-degrees of the vertices just reached off their partitions' counts and their
-/// classes' counts.
-fn reached(
-    fresh: &VertexSet,
-    ins: &[u32],
-    psize: usize,
-    into: &mut [u64],
-    by_class: &mut [u64; CLASSES],
-) {
+/// Takes the in-degrees of the vertices just reached off their classes' counts.
+fn reached(fresh: &VertexSet, ins: &[u32], by_class: &mut [u64; CLASSES]) {
     for v in fresh.iter() {
         let d = ins[v as usize];
-        into[v as usize / psize] -= u64::from(d);
         if d > 0 {
             by_class[class(d)] -= u64::from(d);
         }
