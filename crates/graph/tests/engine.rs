@@ -219,10 +219,27 @@ fn several_partitions_both_modes_match_naive_implementations() {
             prs[0],
             "streaming PR is deterministic"
         );
+        let want_bfs = bfs::bfs(&g, g.original_ids()[0]).unwrap();
+        // Buffered reads into the pipeline's own buffers (not mapped, nothing cached): the
+        // edge loop runs over the held read buffers themselves (`engine/disk.rs`, no copy),
+        // and over copies once half the pool is held. The same bits.
+        let pipeline = PipelineBuilder::new()
+            .engine(Engine::Ioc)
+            .direct(DirectMode::Never)
+            .mmap(false)
+            .block_size(64 << 10)
+            .build()
+            .unwrap();
+        let held = Graph::open(&store, pipeline, Budget::unlimited()).unwrap();
+        held.set_cache(false);
+        let pr = pagerank::pagerank(&held, &opts).unwrap().ranks;
+        assert_eq!(pr, prs[0], "PR over held read buffers (directed={directed})");
+        assert_eq!(held.take_stats().run.mapped_bytes, 0, "nothing mapped");
+        let depths = bfs::bfs(&held, held.original_ids()[0]).unwrap();
+        assert_eq!(depths, want_bfs, "BFS over held read buffers (directed={directed})");
         // Rule 2 whatever the number of columns a task applies together (in memory and from
         // the block cache, which serves every pass after the first): P = 3, so groups of 2
         // leave one column alone.
-        let want_bfs = bfs::bfs(&g, g.original_ids()[0]).unwrap();
         for in_memory in [false, true] {
             let g = open(&store, in_memory);
             for group in [2, 3] {

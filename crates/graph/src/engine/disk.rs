@@ -2,7 +2,9 @@
 //! pipeline; workers check and decode what they read (packed frames into the raw encoding),
 //! the calling thread checks each block's checksum and gathers a column's reads in stream
 //! order, and an applier that owns the column's slice of the state runs the edge loop of both
-//! modes (`edge_loop`) over them. Columns the block cache serves run the same loop on the
+//! modes (`edge_loop`) over them. A raw read's bytes reach the applier in the pipeline's own
+//! buffer, held until its column is applied (`sluice_io` pool rule 5; a copy when the pool
+//! grants no more holds): between the disk and the edge loop nothing copies them. Columns the block cache serves run the same loop on the
 //! rayon pool beside the stream, each on its own slice.
 //!
 //! A weighted pass reads each extent's weights (the same edges' range of the weight file) right
@@ -15,7 +17,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
-use sluice_io::{Block, BlockKernel, RunStats};
+use sluice_io::{Block, BlockBuffer, BlockKernel, HeldBytes, RunStats};
 
 use super::edge_loop::{apply_block, weights_into};
 use super::{EdgeKernel, Graph, Pass, PassStats, VertexSet, block_error, cache};
@@ -36,9 +38,27 @@ const WEIGHT_BYTES: u64 = 8;
 enum Values {
     /// The read's edges in the raw encoding (packed frames decoded), one piece per grid block
     /// it overlaps.
-    Edges { bytes: Vec<u8>, pieces: Vec<Piece> },
+    Edges { bytes: EdgeBytes, pieces: Vec<Piece> },
     /// Raw weights of a run, from byte `offset` of its weight extent.
     Weights { offset: u64, bytes: Vec<u8> },
+}
+
+/// A read's edges in the raw encoding: the pipeline's buffer itself when the pool lets the
+/// worker hold it (a raw read: no copy between the disk and the edge loop), else a copy, or
+/// the frames decoded.
+enum EdgeBytes {
+    Held(HeldBytes),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for EdgeBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            EdgeBytes::Held(h) => h.bytes(),
+            EdgeBytes::Owned(v) => v,
+        }
+    }
 }
 
 /// The part of one read that lies in one grid block, and its weights.
@@ -449,6 +469,10 @@ impl BlockKernel for PassKernel<'_> {
     }
 
     fn process(&self, b: &Block<'_>) -> Self::Partial {
+        self.process_in(b, &BlockBuffer::NONE)
+    }
+
+    fn process_in(&self, b: &Block<'_>, buffer: &BlockBuffer<'_>) -> Self::Partial {
         let (ext, read) = self.layout.reads[b.extent];
         let e = &self.layout.extents[ext];
         if read != Read::Edges {
@@ -490,7 +514,7 @@ impl BlockKernel for PassKernel<'_> {
                     pieces.push(Piece { sbase: sbase(br), first: lo, range: r, weights: None })
                 },
             );
-            out
+            EdgeBytes::Owned(out)
         } else {
             let first = b.extent_offset / EDGE_BYTES; // edge index relative to the extent
             for (br, lo, bytes) in self.layout.pieces(e, first, data, &mut checks) {
@@ -498,7 +522,11 @@ impl BlockKernel for PassKernel<'_> {
                 let range = at..at + bytes.len();
                 pieces.push(Piece { sbase: sbase(br), first: lo, range, weights: None });
             }
-            data.to_vec()
+            // A held buffer covers the whole block; the pieces index its whole edges only.
+            match buffer.hold() {
+                Some(h) => EdgeBytes::Held(h),
+                None => EdgeBytes::Owned(data.to_vec()),
+            }
         };
         Partial {
             ext,
