@@ -129,16 +129,22 @@ pub(super) fn bucket_edges(
     // loop) (b, a) into a's.
     let twice = |a: u32, b: u32| !route.directed && a != b;
     let per_chunk = |raw: RawEdges| -> Result<Routed, (usize, String)> {
-        let mut dense = Vec::with_capacity(raw.src.len());
+        let n = raw.src.len();
+        let (mut xs, mut ys) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        // The first edge with an id that is not a vertex, whichever end.
+        let missing = |ids: &[u64], got: Result<(), usize>| got.err().map(|i| (i, ids[i]));
+        let bad = [missing(&raw.src, lookup.get_all(&raw.src, &mut xs))]
+            .into_iter()
+            .chain([missing(&raw.dst, lookup.get_all(&raw.dst, &mut ys))])
+            .flatten()
+            .min_by_key(|&(i, _)| i);
+        if let Some((i, v)) = bad {
+            return Err((i, format!("vertex {v} is not in the vertex file")));
+        }
+        let mut dense = Vec::with_capacity(n);
         // A counting sort of the records by bucket, in input order within each.
         let mut ends = vec![0usize; nbuckets];
-        for (i, (&a, &b)) in raw.src.iter().zip(&raw.dst).enumerate() {
-            let x = lookup
-                .get(a)
-                .ok_or_else(|| (i, format!("vertex {a} is not in the vertex file")))?;
-            let y = lookup
-                .get(b)
-                .ok_or_else(|| (i, format!("vertex {b} is not in the vertex file")))?;
+        for (&x, &y) in xs.iter().zip(&ys) {
             let gy = group_of(y);
             ends[gy] += rec;
             if twice(x, y) {

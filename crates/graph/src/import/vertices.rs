@@ -310,6 +310,9 @@ pub(super) fn vertex_list(
     Ok(VertexIds { ids, reservation })
 }
 
+/// Ids [`Lookup::get_all`] looks up together.
+const BATCH: usize = 16;
+
 /// Original id → dense id.
 #[derive(Debug)]
 pub(super) struct Lookup {
@@ -359,6 +362,35 @@ impl Lookup {
             }
             None => self.ids.binary_search(&v).ok().map(|i| i as u32),
         }
+    }
+
+    /// The dense ids of `vs`, appended to `out`; `Err(i)` if `vs[i]` is the first that is not a
+    /// vertex. The bitmap's words are loaded [`BATCH`] at a time before any is used: the loads
+    /// do not wait on one another's branches, so their cache misses overlap (pass 2 looks up
+    /// two random ids per edge in a table the size of the L3 cache; looked up one by one, the
+    /// misses took three quarters of the pass's time).
+    pub(super) fn get_all(&self, vs: &[u64], out: &mut Vec<u32>) -> Result<(), usize> {
+        let Some((t, _)) = &self.table else {
+            for (i, &v) in vs.iter().enumerate() {
+                out.push(self.get(v).ok_or(i)?);
+            }
+            return Ok(());
+        };
+        let mut words = [[0u64; 2]; BATCH];
+        for (c, batch) in vs.chunks(BATCH).enumerate() {
+            // An id past the table has no bits: not a vertex.
+            for (w, &v) in words.iter_mut().zip(batch) {
+                *w = t.get((v / 64) as usize).copied().unwrap_or([0, 0]);
+            }
+            for (k, (&[bits, below], &v)) in words.iter().zip(batch).enumerate() {
+                let bit = 1u64 << (v % 64);
+                if bits & bit == 0 {
+                    return Err(c * BATCH + k);
+                }
+                out.push((below + (bits & (bit - 1)).count_ones() as u64) as u32);
+            }
+        }
+        Ok(())
     }
 
     /// The sorted original ids.
@@ -435,6 +467,34 @@ mod tests {
         assert!(l.table.is_some());
         for v in 0..5200u64 {
             assert_eq!(l.get(v), ids.binary_search(&v).ok().map(|i| i as u32), "{v}");
+        }
+    }
+
+    #[test]
+    fn batched_lookups_equal_single_ones_and_stop_at_the_first_missing_id() {
+        let ids: Vec<u64> = (0..5000u64).filter(|v| v % 64 == 63 || (v * 7919) % 3 != 0).collect();
+        let sparse: Vec<u64> = ids.iter().map(|v| v << 20).collect();
+        for (ids, beyond) in [(ids, 5000u64), (sparse, 5000 << 20)] {
+            let l = Lookup::new(ids.clone(), &Budget::unlimited());
+            // Lengths around the batch size, from a spread of ids in a scrambled order.
+            for len in [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 5, ids.len()] {
+                let vs: Vec<u64> = (0..len).map(|i| ids[(i * 7919) % ids.len()]).collect();
+                let mut got = vec![7];
+                assert_eq!(l.get_all(&vs, &mut got), Ok(()), "{len}");
+                let want: Vec<u32> = vs.iter().map(|&v| l.get(v).unwrap()).collect();
+                assert_eq!(got[1..], want[..], "{len} ids, appended");
+            }
+            // A missing id (between ids, and past the last) at every place of a batch.
+            let absent = [ids.iter().find(|&&v| !ids.contains(&(v + 1))).unwrap() + 1, beyond];
+            for v in absent {
+                for at in [0, 1, BATCH - 1, BATCH, 2 * BATCH + 3] {
+                    let mut vs: Vec<u64> = ids[..3 * BATCH].to_vec();
+                    vs[at] = v;
+                    vs[at + 2] = v; // a later one too: the first is reported
+                    let mut got = Vec::new();
+                    assert_eq!(l.get_all(&vs, &mut got), Err(at), "{v} at {at}");
+                }
+            }
         }
     }
 }
