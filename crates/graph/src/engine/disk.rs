@@ -4,8 +4,9 @@
 //! order, and an applier that owns the column's slice of the state runs the edge loop of both
 //! modes (`edge_loop`) over them. A raw read's bytes reach the applier in the pipeline's own
 //! buffer, held until its column is applied (`sluice_io` pool rule 5; a copy when the pool
-//! grants no more holds): between the disk and the edge loop nothing copies them. Columns the block cache serves run the same loop on the
-//! rayon pool beside the stream, each on its own slice.
+//! grants no more holds): between the disk and the edge loop nothing copies them. Columns the
+//! block cache serves run the same loop on the rayon pool beside the stream, each on its own
+//! slice.
 //!
 //! A weighted pass reads each extent's weights (the same edges' range of the weight file) right
 //! before its edges, in the same plan, so the pipeline streams and counts them too. A worker
