@@ -147,17 +147,15 @@ pub(super) fn parse_bin(
             msg: format!("file length is not a multiple of the {rec}-byte record"),
         });
     }
-    for (i, r) in data.chunks_exact(rec).enumerate() {
-        let id = |b: &[u8]| -> u64 {
-            if id_bytes == 4 {
-                u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64
-            } else {
-                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-            }
-        };
-        out.src.push(id(&r[..id_bytes]));
-        out.dst.push(id(&r[id_bytes..2 * id_bytes]));
-        if wb > 0 {
+    // One loop per column over ids of a width known at compile time (one loop with the width
+    // tested per record, and a capacity check per push, took 9 % of a scale-24 import).
+    match id_bytes {
+        4 => ids_into::<4>(data, rec, &mut out),
+        _ => ids_into::<8>(data, rec, &mut out),
+    }
+    if wb > 0 {
+        out.w.reserve(n);
+        for (i, r) in data.chunks_exact(rec).enumerate() {
             let wr = &r[2 * id_bytes..];
             let w = if wb == 4 {
                 f32::from_le_bytes([wr[0], wr[1], wr[2], wr[3]]) as f64
@@ -170,6 +168,19 @@ pub(super) fn parse_bin(
         }
     }
     Ok(out)
+}
+
+/// Appends the source and destination ids (`ID` bytes each, little-endian, at the start of
+/// every `rec`-byte record) of `data`'s whole records to `out`. `ID` is a constant so that an
+/// id is one load (with a width known only at run time, each was a call to `memcpy`).
+fn ids_into<const ID: usize>(data: &[u8], rec: usize, out: &mut RawEdges) {
+    let read = |r: &[u8], at: usize| -> u64 {
+        let mut b = [0u8; 8];
+        b[..ID].copy_from_slice(&r[at..at + ID]);
+        u64::from_le_bytes(b)
+    };
+    out.src.extend(data.chunks_exact(rec).map(|r| read(r, 0)));
+    out.dst.extend(data.chunks_exact(rec).map(|r| read(r, ID)));
 }
 
 #[cfg(test)]
@@ -271,6 +282,39 @@ mod tests {
         assert_eq!((e.src, e.dst, e.w), (vec![1 << 40], vec![3], vec![2.25]));
         let e = parse_bin(&data[..16], 0, 8, BinWeight::None).unwrap();
         assert!(e.w.is_empty() && e.offsets.is_empty());
+    }
+
+    #[test]
+    fn binary_records_of_every_width_give_their_ids_in_order() {
+        for id_bytes in [4usize, 8] {
+            for weight in [BinWeight::None, BinWeight::F32, BinWeight::F64] {
+                // Ids that use every byte of the width, records written field by field.
+                let n = 37u64;
+                let top = if id_bytes == 4 { u32::MAX as u64 } else { u64::MAX };
+                let ids: Vec<(u64, u64)> = (0..n)
+                    .map(|i| (top - i * 0x0101_0101, i.wrapping_mul(0x9e37_79b9) & top))
+                    .collect();
+                let mut data = Vec::new();
+                for (i, &(s, d)) in ids.iter().enumerate() {
+                    data.extend_from_slice(&s.to_le_bytes()[..id_bytes]);
+                    data.extend_from_slice(&d.to_le_bytes()[..id_bytes]);
+                    match weight {
+                        BinWeight::None => {}
+                        BinWeight::F32 => data.extend_from_slice(&(i as f32).to_le_bytes()),
+                        BinWeight::F64 => data.extend_from_slice(&(i as f64).to_le_bytes()),
+                    }
+                }
+                let e = parse_bin(&data, 0, id_bytes, weight).unwrap();
+                let what = format!("{id_bytes}-byte ids, {weight:?}");
+                assert_eq!(e.src, ids.iter().map(|p| p.0).collect::<Vec<_>>(), "{what}");
+                assert_eq!(e.dst, ids.iter().map(|p| p.1).collect::<Vec<_>>(), "{what}");
+                let want_w: Vec<f64> = match weight {
+                    BinWeight::None => vec![],
+                    _ => (0..n).map(|i| i as f64).collect(),
+                };
+                assert_eq!(e.w, want_w, "{what}");
+            }
+        }
     }
 
     #[test]
