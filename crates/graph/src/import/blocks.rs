@@ -216,9 +216,10 @@ fn block_out(
     match packed {
         true => packed::encode_block(keys, &mut out.edges),
         false => {
-            out.edges.reserve_exact(keys.len() * 4);
-            for &x in keys {
-                out.edges.extend_from_slice(&x.to_le_bytes());
+            // Sized once and written in place: a loop of appends checked the capacity per key.
+            out.edges = vec![0; keys.len() * 4];
+            for (b, &x) in out.edges.chunks_exact_mut(4).zip(keys) {
+                b.copy_from_slice(&x.to_le_bytes());
             }
         }
     }
