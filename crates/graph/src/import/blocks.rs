@@ -82,49 +82,79 @@ pub(super) fn write_grid(
     let weighted = meta.weighted;
     let packed = meta.encoding == Encoding::Packed;
     let sink = GridSink::create(dir, grid, meta)?;
-    let sink = write_behind(sink, budget, |feed| {
-        for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
-            stop()?;
-            if let Some(next) = buckets.get(g + 1) {
-                read_ahead(&next.path, &[(0, next.bytes)]);
+    let sink = std::thread::scope(|scope| {
+        let remover = Remover::start(scope);
+        write_behind(sink, budget, |feed| {
+            for (g, Bucket { path, bytes, records: count }) in buckets.iter().enumerate() {
+                stop()?;
+                if let Some(next) = buckets.get(g + 1) {
+                    read_ahead(&next.path, &[(0, next.bytes)]);
+                }
+                // The bucket and the sorted keys (and weights); then the blocks as stored, at most
+                // 4 bytes per edge (and one frame per block) plus the weights, held until written.
+                let sorting = feed.reserve(
+                    &format!("sorting column group {g} of the {grid} grid"),
+                    bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
+                )?;
+                let stored = feed.reserve(
+                    &format!("column group {g} of the {grid} grid as stored"),
+                    count * if weighted { 12 } else { 4 }
+                        + if packed { cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 },
+                )?;
+                let data = std::fs::read(path)
+                    .map_err(|e| Error::io(path, "cannot read scratch file", e))?;
+                if data.len() as u64 != *bytes {
+                    return Err(Error::corrupt(path, "scratch file has the wrong length"));
+                }
+                remover.remove(path);
+                let dp0 = g as u64 * cols_per_group;
+                let cols = cols_per_group.min(p - dp0.min(p)) as usize;
+                let sorted = sort_group(data, meta, dp0, cols * p as usize);
+                let blocks = prepare_columns(
+                    &mut degrees,
+                    (dp0, cols),
+                    (p, psize),
+                    |_: &mut (), c, sp, deg| {
+                        let (keys, weights) = sorted.block(c * p as usize + sp as usize);
+                        let out = block_out(keys, weights, packed, sp == dp0 + c as u64, deg)?;
+                        Ok((keys.len() as u64, out))
+                    },
+                )?;
+                drop((sorted, sorting));
+                feed.send(Batch { blocks, _held: stored })?;
             }
-            // The bucket and the sorted keys (and weights); then the blocks as stored, at most
-            // 4 bytes per edge (and one frame per block) plus the weights, held until written.
-            let sorting = feed.reserve(
-                &format!("sorting column group {g} of the {grid} grid"),
-                bytes + count * if weighted { 12 } else { 4 } + 8 * cols_per_group * p,
-            )?;
-            let stored = feed.reserve(
-                &format!("column group {g} of the {grid} grid as stored"),
-                count * if weighted { 12 } else { 4 }
-                    + if packed { cols_per_group * p * packed::FRAME_BYTES as u64 } else { 0 },
-            )?;
-            let data =
-                std::fs::read(path).map_err(|e| Error::io(path, "cannot read scratch file", e))?;
-            if data.len() as u64 != *bytes {
-                return Err(Error::corrupt(path, "scratch file has the wrong length"));
-            }
-            // Best effort: frees the disk early; the scratch directory goes with its `TempDir`.
-            let _ = std::fs::remove_file(path);
-            let dp0 = g as u64 * cols_per_group;
-            let cols = cols_per_group.min(p - dp0.min(p)) as usize;
-            let sorted = sort_group(data, meta, dp0, cols * p as usize);
-            let blocks = prepare_columns(
-                &mut degrees,
-                (dp0, cols),
-                (p, psize),
-                |_: &mut (), c, sp, deg| {
-                    let (keys, weights) = sorted.block(c * p as usize + sp as usize);
-                    let out = block_out(keys, weights, packed, sp == dp0 + c as u64, deg)?;
-                    Ok((keys.len() as u64, out))
-                },
-            )?;
-            drop((sorted, sorting));
-            feed.send(Batch { blocks, _held: stored })?;
-        }
-        Ok(())
+            Ok(())
+        })
     })?;
     sink.finish(dir, grid)
+}
+
+/// Deletes the scratch buckets pass 3 has read, on a thread of its own: best effort, to free
+/// the disk early (the scratch directory goes with its `TempDir` anyway). On a file system
+/// mounted with `discard`, an unlink waits for the device to discard the file's blocks: 1.4 s
+/// of the blocks pass at Kronecker scale 24 (68 buckets, 2.1 GB), on the sorting thread.
+struct Remover {
+    tx: Option<std::sync::mpsc::Sender<std::path::PathBuf>>,
+}
+
+impl Remover {
+    /// The thread, or none when it cannot start (each file is then deleted in place).
+    fn start<'s>(scope: &'s std::thread::Scope<'s, '_>) -> Remover {
+        let (tx, rx) = std::sync::mpsc::channel::<std::path::PathBuf>();
+        let thread = std::thread::Builder::new()
+            .name("sluice-import-rm".into())
+            .spawn_scoped(scope, move || {
+                rx.into_iter().for_each(|p| drop(std::fs::remove_file(p)))
+            });
+        Remover { tx: thread.is_ok().then_some(tx) }
+    }
+
+    fn remove(&self, path: &Path) {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(path.to_path_buf()).is_ok());
+        if !sent {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The blocks of columns `c0 .. c0 + cols` as stored, a column per task (each owns its
