@@ -181,8 +181,9 @@ fn several_partitions_both_modes_match_naive_implementations() {
                     }
                 }
                 // Keeping only the edges into vertices of in-degree up to a cap, from the
-                // first level on (from two roots): below the largest in-degree the search must notice the
-                // vertices left unreached with more in-edges than it kept and go on streaming;
+                // first level on (from two roots): below the largest in-degree the search must
+                // notice the vertices left unreached with more in-edges than it kept and go on
+                // streaming;
                 // at it, the one pass keeps everything. And within 1/8 of the live edges, at
                 // any level (`bfs`'s own policy).
                 let caps = if root <= 1 { vec![2, max_in / 2, max_in] } else { vec![] };

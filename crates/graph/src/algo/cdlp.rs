@@ -11,11 +11,12 @@
 //! iterations, two alternated rounds (load 1.8–2.4): 33.1 and 34.5 s before, 28.7 and 25.1 s
 //! after (the held runs of `Builder` alone: 31.0 and 28.5 s).
 //!
-//! Out of core: memory is 8 bytes per vertex here (two label arrays) beside the 16 per vertex of [`Graph::open`] and one partition's lists (≤ 65536 vertices: 16 bytes
-//! each plus 4 per list entry, i.e. per edge into or out of the partition), so a 1 GiB budget
-//! takes ~40 M vertices with any number of edges; each iteration reads 4 bytes per stored edge
-//! from each grid (8 per directed edge). Multigraphs: every stored edge votes (a duplicate edge is an extra vote; a
-//! self loop votes for the vertex's own label, twice if directed).
+//! Out of core: memory is 8 bytes per vertex here (two label arrays) beside the 16 per vertex
+//! of [`Graph::open`] and one partition's lists (≤ 65536 vertices: 16 bytes each plus 4 per
+//! list entry, i.e. per edge into or out of the partition), so a 1 GiB budget takes ~40 M
+//! vertices with any number of edges; each iteration reads 4 bytes per stored edge from each
+//! grid (8 per directed edge). Multigraphs: every stored edge votes (a duplicate edge is an
+//! extra vote; a self loop votes for the vertex's own label, twice if directed).
 
 use rayon::prelude::*;
 

@@ -61,8 +61,9 @@ pub(super) struct GridWritten {
     pub(super) index: GridIndex,
 }
 
-/// Writes grid `grid` (`fwd`, or an undirected graph's only grid) into `dir` from its `buckets`, one per column group of
-/// `cols_per_group` partitions, deleting each bucket once read; the layout, weights and
+/// Writes grid `grid` (`fwd`, or an undirected graph's only grid) into `dir` from its
+/// `buckets`, one per column group of `cols_per_group` partitions, deleting each bucket once
+/// read (on a thread of its own: [`Remover`]); the layout, weights and
 /// `simple` come from `meta`. Fills `degrees` when given. Stops with `Cancelled` once
 /// `cancelled` says so (checked per column group).
 #[allow(clippy::too_many_arguments)] // the grid's inputs, each a different thing
