@@ -378,6 +378,12 @@ impl Lookup {
         };
         let mut words = [[0u64; 2]; BATCH];
         for (c, batch) in vs.chunks(BATCH).enumerate() {
+            // The next batch's words start loading while this one waits for its own.
+            for &v in vs.get((c + 1) * BATCH..).unwrap_or(&[]).iter().take(BATCH) {
+                if let Some(w) = t.get((v / 64) as usize) {
+                    sluice_io::prefetch(w);
+                }
+            }
             // An id past the table has no bits: not a vertex.
             for (w, &v) in words.iter_mut().zip(batch) {
                 *w = t.get((v / 64) as usize).copied().unwrap_or([0, 0]);
