@@ -141,16 +141,15 @@ pub(super) fn bucket_edges(
         if let Some((i, v)) = bad {
             return Err((i, format!("vertex {v} is not in the vertex file")));
         }
-        let mut dense = Vec::with_capacity(n);
-        // A counting sort of the records by bucket, in input order within each.
+        // A counting sort of the records by bucket, in input order within each. The group is
+        // found again in the second loop (a shift and a load from a small table), which is
+        // cheaper than writing it and reading it back beside the ids.
         let mut ends = vec![0usize; nbuckets];
         for (&x, &y) in xs.iter().zip(&ys) {
-            let gy = group_of(y);
-            ends[gy] += rec;
+            ends[group_of(y)] += rec;
             if twice(x, y) {
                 ends[group_of(x)] += rec;
             }
-            dense.push((x, y, gy as u32));
         }
         let mut at = 0;
         for e in &mut ends {
@@ -166,14 +165,14 @@ pub(super) fn bucket_edges(
             }
             ends[k] += rec;
         };
-        for (i, &(a, b, gb)) in dense.iter().enumerate() {
+        for (i, (&a, &b)) in xs.iter().zip(&ys).enumerate() {
             let w = raw.w.get(i).copied().unwrap_or(1.0);
-            put(gb as usize, a, b, w);
+            put(group_of(b), a, b, w);
             if twice(a, b) {
                 put(group_of(a), b, a, w);
             }
         }
-        Ok(Routed { bytes, ends, edges: dense.len() as u64 })
+        Ok(Routed { bytes, ends, edges: n as u64 })
     };
     let mut err: Option<Error> = None;
     let mut sink = |Routed { bytes, ends, edges }: Routed| {
