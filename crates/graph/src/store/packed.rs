@@ -205,6 +205,40 @@ mod tests {
     }
 
     #[test]
+    fn version_2_decodes_every_width_of_sources_deltas_and_gaps() {
+        // Each block's groups hold values of exactly `w` bits (the unpacking code is per
+        // width): sources (one edge per destination), a run's source deltas (one destination),
+        // and destination gaps.
+        for w in 1..=16u32 {
+            let top = 1u32 << (w - 1);
+            let mix = |i: u32| i.wrapping_mul(2654435761) >> 16;
+            let sources: Vec<u32> =
+                (0..3000).map(|i| i << 16 | top | (mix(i) & (top - 1))).collect();
+            check(&sources);
+            let mut s = 0u32;
+            let mut run = Vec::new();
+            for i in 0.. {
+                s += top + (mix(i) & (top - 1));
+                if s > 0xffff {
+                    break;
+                }
+                run.push(9 << 16 | s);
+            }
+            check(&run);
+            let mut d = 0u32;
+            let mut gaps = Vec::new();
+            for i in 0.. {
+                d += if i == 0 { 0 } else { top + (mix(i) & (top - 1)) };
+                if d > 0xffff {
+                    break;
+                }
+                gaps.push(d << 16 | (mix(i) & 0xff));
+            }
+            check(&gaps);
+        }
+    }
+
+    #[test]
     fn skewed_blocks_pack_below_raw_and_version_1_no_larger() {
         let keys = block(50_000, 9);
         let [mut e0, mut e1, mut e2] = [Vec::new(), Vec::new(), Vec::new()];
