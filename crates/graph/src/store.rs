@@ -200,7 +200,14 @@ pub(crate) struct SumWriter {
     hasher: crc32fast::Hasher,
     len: u64,
     path: PathBuf,
+    /// Bytes whose write-back has been started (`sluice_io::start_writeback`).
+    kicked: u64,
 }
+
+/// A [`SumWriter`] starts the write-back of what it wrote every this many bytes, so that its
+/// final `fsync` waits for the tail only: at Kronecker scale 24 the import's two 1 GiB grid
+/// files waited 1.5 and 2.1 s in `fsync`, on the import's critical path.
+const WRITEBACK_BYTES: u64 = 32 << 20;
 
 impl SumWriter {
     pub(crate) fn create(path: &Path) -> Result<SumWriter, Error> {
@@ -210,12 +217,20 @@ impl SumWriter {
             hasher: crc32fast::Hasher::new(),
             len: 0,
             path: path.to_path_buf(),
+            kicked: 0,
         })
     }
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.hasher.update(bytes);
         self.len += bytes.len() as u64;
-        self.w.write_all(bytes).map_err(|e| Error::io(&self.path, "write failed", e))
+        self.w.write_all(bytes).map_err(|e| Error::io(&self.path, "write failed", e))?;
+        // What the buffer passed to the file so far.
+        let written = self.len - self.w.buffer().len() as u64;
+        if written - self.kicked >= WRITEBACK_BYTES {
+            sluice_io::start_writeback(self.w.get_ref(), self.kicked, written - self.kicked);
+            self.kicked = written;
+        }
+        Ok(())
     }
     pub(crate) fn finish(mut self) -> Result<FileSum, Error> {
         self.w.flush().map_err(|e| Error::io(&self.path, "write failed", e))?;
@@ -498,4 +513,34 @@ pub(crate) fn u64s(bytes: &[u8]) -> Vec<u64> {
 /// Decodes little-endian `u32`s.
 pub(crate) fn u32s(bytes: &[u8]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file written in pieces of odd sizes past several write-back kicks reads back whole,
+    /// with the length and CRC-32 of its bytes.
+    #[test]
+    fn sum_writer_keeps_every_byte_across_writeback_kicks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.edges");
+        let total = 3 * WRITEBACK_BYTES as usize + 12_345;
+        let bytes: Vec<u8> = (0..total).map(|i| (i as u64 * 2654435761 >> 13) as u8).collect();
+        let mut w = SumWriter::create(&path).unwrap();
+        let mut at = 0;
+        for step in [1, 4093, 1 << 20, 5 << 20, 3 << 22].into_iter().cycle() {
+            if at == total {
+                break;
+            }
+            let end = (at + step).min(total);
+            w.write(&bytes[at..end]).unwrap();
+            at = end;
+        }
+        assert!(w.kicked >= 2 * WRITEBACK_BYTES, "write-back started {} bytes", w.kicked);
+        let sum = w.finish().unwrap();
+        assert_eq!(sum.len, total as u64);
+        assert_eq!(sum.crc32, crc32fast::hash(&bytes));
+        assert!(std::fs::read(&path).unwrap() == bytes, "the file's bytes");
+    }
 }

@@ -94,7 +94,9 @@ pub use pipeline::{DEFAULT_BLOCK_SIZE, DEFAULT_IO_THREADS, DEFAULT_QUEUE_DEPTH, 
 pub use plan::{Extent, Plan, RecordLayout};
 pub use pool::HeldBytes;
 pub use stats::{Copies, FileAccess, RunStats};
-pub use sys::{drop_from_page_cache, one_malloc_arena, prefetch, trim_malloc_arenas};
+pub use sys::{
+    drop_from_page_cache, one_malloc_arena, prefetch, start_writeback, trim_malloc_arenas,
+};
 
 use std::path::PathBuf;
 use std::sync::Arc;
