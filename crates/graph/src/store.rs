@@ -526,7 +526,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.edges");
         let total = 3 * WRITEBACK_BYTES as usize + 12_345;
-        let bytes: Vec<u8> = (0..total).map(|i| (i as u64 * 2654435761 >> 13) as u8).collect();
+        let bytes: Vec<u8> = (0..total).map(|i| ((i as u64 * 2654435761) >> 13) as u8).collect();
         let mut w = SumWriter::create(&path).unwrap();
         let mut at = 0;
         for step in [1, 4093, 1 << 20, 5 << 20, 3 << 22].into_iter().cycle() {
