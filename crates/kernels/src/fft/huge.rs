@@ -2,9 +2,9 @@
 //! the FFT's large buffers: its passes stride across the whole vector, and with 4 KiB pages
 //! nearly every strided access of a large transform misses the TLB.
 //!
-//! The only `unsafe` code here is the `madvise` call and the prefetch instruction of
-//! [`prefetch`], hints that change no byte, and the non-temporal stores of [`stream_fill`]
-//! with their fence.
+//! The only `unsafe` code here is the `madvise` call, a hint that changes no byte, and the
+//! non-temporal stores of [`stream_fill`] with their fence ([`prefetch`] is
+//! `sluice_io::prefetch`'s).
 //!
 //! # Contract
 //! 1. [`reserve_huge`] makes `v` able to hold `n` values; when it has to allocate, the 2 MiB
@@ -60,19 +60,9 @@ fn advise(v: &mut Vec<Complex64>) {
 /// nothing where `i` is out of range or the CPU is not x86-64.
 #[inline(always)]
 pub(super) fn prefetch(v: &[Complex64], i: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(x) = v.get(i) {
-        // SAFETY: the address is that of a live reference; PREFETCHT0 (SSE, on every x86-64)
-        // never faults and writes nothing.
-        #[allow(unused_unsafe)]
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                std::ptr::from_ref(x).cast(),
-            );
-        }
+        sluice_io::prefetch(x);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
 }
 
 /// `dst[i] = f(i)` for every i, with non-temporal stores where the slice is 16-byte aligned on

@@ -657,15 +657,7 @@ row!(row_f32, f32, |p| _mm256_cvtps_pd(_mm_loadu_ps(p.cast())));
 /// records a pass of moves copies together, `moves.rs`). A hint only; nothing on other CPUs.
 #[inline(always)]
 pub(super) fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
     for line in bytes.chunks(64).take(4) {
-        // SAFETY: a prefetch never faults nor changes memory, and `line` is a live slice.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            )
-        };
+        sluice_io::prefetch(&line[0]);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
