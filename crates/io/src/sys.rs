@@ -334,7 +334,6 @@ impl Drop for AnonRegion {
     }
 }
 
-/// Opens `path` read-only with `O_DIRECT` (rule 2).
 /// Rule 8: starts loading the cache line that holds `value`.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
@@ -360,6 +359,7 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
     };
 }
 
+/// Opens `path` read-only with `O_DIRECT` (rule 2).
 pub(crate) fn open_direct(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path)
 }
