@@ -356,8 +356,17 @@ fn import_passes(
     let _buf_res = budget.reserve("import bucket buffers", buf_bytes as u64 * nbuckets)?;
     let mut buckets = Buckets::create(&scratch_dir, nbuckets as usize, buf_bytes, source.weighted)?;
     let route = Route { psize, cols_per_group, directed: source.directed };
-    let input_edges =
-        buckets::bucket_edges(&source, &lookup, pipeline, progress, &mut buckets, &route)?;
+    let queue_bytes = (budget.available() / 16).min(32 << 20);
+    let _queue_res = budget.reserve("the queue of pass 2's writes", queue_bytes)?;
+    let input_edges = buckets::bucket_edges(
+        &source,
+        &lookup,
+        pipeline,
+        progress,
+        &mut buckets,
+        &route,
+        queue_bytes,
+    )?;
     let bucket_info = buckets.finish()?;
     let scratch_bytes: u64 = bucket_info.iter().map(|b| b.bytes).sum();
     let ids = lookup.into_ids();

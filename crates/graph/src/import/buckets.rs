@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sluice_io::Pipeline;
 
@@ -101,7 +102,8 @@ pub(super) struct Route {
     pub(super) directed: bool,
 }
 
-/// Buckets every edge of `source`; returns the number of input edges.
+/// Buckets every edge of `source`, with at most `queue_bytes` of routed chunks (and one more)
+/// waiting for their writes; returns the number of input edges.
 pub(super) fn bucket_edges(
     source: &Source<'_>,
     lookup: &Lookup,
@@ -109,6 +111,7 @@ pub(super) fn bucket_edges(
     progress: Option<&Progress>,
     buckets: &mut Buckets,
     route: &Route,
+    queue_bytes: u64,
 ) -> Result<u64, Error> {
     let mut input_edges = 0u64;
     let (nbuckets, rec) = (buckets.writers.len(), buckets.record_bytes());
@@ -174,27 +177,58 @@ pub(super) fn bucket_edges(
         }
         Ok(Routed { bytes, ends, edges: n as u64 })
     };
-    let mut err: Option<Error> = None;
-    let mut sink = |Routed { bytes, ends, edges }: Routed| {
-        if err.is_some() {
-            return;
-        }
-        input_edges += edges;
-        let mut at = 0;
-        for (b, &end) in ends.iter().enumerate() {
-            if end > at {
-                if let Err(e) = buckets.append(b, &bytes[at..end]) {
-                    err = Some(e);
-                    return;
+    // The appends run on a thread of their own, behind a queue of at most `queue_bytes` of
+    // routed chunks (and one more chunk when it is empty). In a memory cgroup the page cache
+    // cannot hold the scratch: a write the kernel throttled until the cgroup's dirty pages were
+    // written back stopped the calling thread, then the pipeline's workers behind it.
+    let queued = AtomicU64::new(0);
+    let (res, written) = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<Routed>();
+        let queued = &queued;
+        let writer = std::thread::Builder::new()
+            .name("sluice-import-buckets".into())
+            .spawn_scoped(scope, move || -> Result<(), Error> {
+                for Routed { bytes, ends, .. } in rx {
+                    let mut at = 0;
+                    for (b, &end) in ends.iter().enumerate() {
+                        if end > at {
+                            buckets.append(b, &bytes[at..end])?;
+                        }
+                        at = end;
+                    }
+                    queued.fetch_sub(bytes.len() as u64, Ordering::Release);
                 }
+                Ok(())
+            })
+            .map_err(|e| Error::io(Path::new("."), "cannot start the import's bucket writer", e));
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => return (Err(e), Ok(())),
+        };
+        let mut tx = Some(tx);
+        let mut sink = |routed: Routed| {
+            input_edges += routed.edges;
+            let len = routed.bytes.len() as u64;
+            // Room in the queue; a writer that stopped (on an error) takes nothing more.
+            while queued.load(Ordering::Acquire) > 0
+                && queued.load(Ordering::Acquire) + len > queue_bytes
+                && !writer.is_finished()
+            {
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
-            at = end;
-        }
-    };
-    let res = for_each_chunk(source, pipeline, progress, &per_chunk, &mut sink);
-    if let Some(e) = err {
-        return Err(e);
-    }
+            queued.fetch_add(len, Ordering::AcqRel);
+            if tx.as_ref().is_some_and(|t| t.send(routed).is_err()) {
+                tx = None;
+            }
+        };
+        let res = for_each_chunk(source, pipeline, progress, &per_chunk, &mut sink);
+        // The writer ends once the queue's sender is gone.
+        drop(tx);
+        let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (res, written)
+    });
+    // The writer's error first: a failed write makes the rest moot.
+    written?;
     res?;
     if let Some((_, _, nnz)) = source.mtx {
         if nnz != input_edges {
@@ -205,4 +239,44 @@ pub(super) fn bucket_edges(
         }
     }
     Ok(input_edges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{Format, ImportOptions};
+    use sluice_io::{Budget, PipelineBuilder};
+
+    /// A bucket write that fails (a full disk: `/dev/full`) ends the pass with that error
+    /// naming the bucket, after the writer thread has stopped taking chunks: no hang waiting on
+    /// a queue nobody drains, and no chunk counted as written.
+    #[test]
+    fn a_failed_bucket_write_ends_the_pass_with_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("g.bin");
+        // 200 000 directed edges (u32 pairs) over 1000 vertices: several pipeline blocks.
+        let edges: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| [i % 1000, (i * 7 + 1) % 1000])
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(&input, &edges).unwrap();
+        let mut opts = ImportOptions::new(Format::Bin);
+        opts.directed = Some(true);
+        let source = super::super::describe::describe(&[input], &opts).unwrap();
+        let budget = Budget::new(256 << 20).unwrap();
+        let lookup = Lookup::new((0..1000).collect(), &budget);
+        let pipeline = PipelineBuilder::new().block_size(1 << 16).build().unwrap();
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let mut buckets = Buckets {
+            writers: vec![BufWriter::with_capacity(4096, full)],
+            paths: vec![dir.path().join("bucket-0.tmp")],
+            counts: vec![0],
+            weighted: false,
+        };
+        let route = Route { psize: 1000, cols_per_group: 1, directed: true };
+        let err = bucket_edges(&source, &lookup, &pipeline, None, &mut buckets, &route, 1 << 16)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("scratch write failed") && err.contains("bucket-0.tmp"), "{err}");
+    }
 }
