@@ -141,7 +141,9 @@ pub fn render(
     let image_bytes = (geometry.pixels() as u64).saturating_mul(px);
     let _canvas = budget.reserve("the image", image_bytes)?;
     let _lut = budget.reserve("the transfer table", Lut::bytes_for(scalar))?;
-    let kernel = VrenKernel { geometry, mode: config.mode, scalar, lut: Lut::new(&tf, scalar) };
+    let lut = Lut::new(&tf, scalar);
+    let kernel =
+        VrenKernel { geometry, mode: config.mode, scalar, lut, spares: Default::default() };
     // Slices laid together (`Canvas::with_batch`), within a quarter of what the budget has left.
     // A speed-up only: where another user of a shared budget took the room meanwhile, slices are
     // laid one at a time instead of failing the render.

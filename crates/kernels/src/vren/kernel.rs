@@ -271,6 +271,22 @@ pub(super) fn classify(mode: Mode, scalar: Scalar, lut: &Lut, bytes: &[u8], out:
     }
 }
 
+/// `m[i]` = the larger of `m[i]` and voxel i of `row` (whole elements of `scalar`), as
+/// [`lay_rows`] takes a MIP sample: NaN never wins.
+fn max_row(scalar: Scalar, row: &[u8], m: &mut [f32]) {
+    fn go<T: Voxel>(row: &[u8], m: &mut [f32]) {
+        for (m, v) in m.iter_mut().zip(row.chunks_exact(T::SIZE).map(T::load)) {
+            let v = v.value();
+            *m = if v > *m { v } else { *m };
+        }
+    }
+    match scalar {
+        Scalar::U8 => go::<u8>(row, m),
+        Scalar::U16 => go::<u16>(row, m),
+        _ => go::<f32>(row, m),
+    }
+}
+
 /// [`lay_rows`] for the kernel's element type.
 fn lay(k: &VrenKernel, rows: &[u8], r0: usize, p0: usize, pixels: &mut [Px]) {
     match k.scalar {
@@ -316,6 +332,35 @@ pub struct VrenKernel {
     pub scalar: Scalar,
     /// Transfer table (compositing).
     pub lut: Lut,
+    /// Buffers of slabs of rows the fold has laid, for the copies of the next blocks.
+    pub(super) spares: Spares,
+}
+
+/// Buffers of laid slabs of rows ([`SlabBody::Rows`]) kept for the next blocks' copies: a copy
+/// into a fresh allocation of a block's size (1 MiB) maps it anew and page-faults and zeroes
+/// every page first, which cost more than the copy. At most the canvas's batch of bytes is
+/// kept, so the buffers in the fold and here together stay within its reservation and a slab.
+#[derive(Debug, Default)]
+pub(super) struct Spares(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Spares {
+    /// `data` in a kept buffer, or a new one.
+    fn copy(&self, data: &[u8]) -> Vec<u8> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut v = kept.unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// Keeps `v` if the kept buffers stay within `cap` bytes.
+    fn keep(&self, v: Vec<u8>, cap: usize) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let held: usize = kept.iter().map(Vec::capacity).sum();
+        if held + v.capacity() <= cap {
+            kept.push(v);
+        }
+    }
 }
 
 impl BlockKernel for VrenKernel {
@@ -329,7 +374,7 @@ impl BlockKernel for VrenKernel {
         let (p0, len) = self.geometry.footprint(r0, rows.max(1));
         let image_bytes = len * std::mem::size_of::<Px>();
         let body = if image_bytes > data.len() {
-            SlabBody::Rows(data.to_vec())
+            SlabBody::Rows(self.spares.copy(data))
         } else {
             let mut pixels = vec![empty(self.mode); len];
             lay(self, data, r0, p0, &mut pixels);
@@ -425,18 +470,48 @@ impl Canvas {
     }
 
     /// Lays the pending slabs of rows along z: image rows in parallel, each taking its row of
-    /// every pending slab in stream order.
+    /// every pending slab in stream order. Their buffers go to the kernel's spares.
     fn flush(&mut self, kernel: &VrenKernel) {
         if self.pending.is_empty() {
             return;
         }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        self.lay_pending(kernel, &pending);
+        for slab in pending {
+            if let SlabBody::Rows(bytes) = slab.body {
+                kernel.spares.keep(bytes, self.batch);
+            }
+        }
+    }
+
+    /// The work of [`Canvas::flush`].
+    fn lay_pending(&mut self, kernel: &VrenKernel, pending: &[Slab]) {
         let g = &kernel.geometry;
         let (x, y) = (g.shape[0], g.shape[1]);
         let row_bytes = x * kernel.scalar.size();
-        let pending = std::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
+        if kernel.mode == Mode::Mip {
+            // The row's maxima in a plain f32 row while every slab's row is taken: the select
+            // below runs 8 voxels to an instruction, where the accumulators (16 bytes a pixel)
+            // take one voxel each. Each pixel still meets its samples in stream order.
+            self.pixels.par_chunks_mut(x).enumerate().for_each_init(
+                || vec![0f32; x],
+                |m, (row_y, dest)| {
+                    m.iter_mut().zip(dest.iter()).for_each(|(m, d)| *m = d[0]);
+                    for slab in pending {
+                        let SlabBody::Rows(bytes) = &slab.body else { continue };
+                        let i = (row_y + y - slab.r0 % y) % y;
+                        if i < bytes.len() / row_bytes {
+                            max_row(kernel.scalar, &bytes[i * row_bytes..(i + 1) * row_bytes], m);
+                        }
+                    }
+                    dest.iter_mut().zip(m.iter()).for_each(|(d, &m)| d[0] = m);
+                },
+            );
+            return;
+        }
         self.pixels.par_chunks_mut(x).enumerate().for_each(|(row_y, dest)| {
-            for slab in &pending {
+            for slab in pending {
                 let SlabBody::Rows(bytes) = &slab.body else { continue };
                 let i = (row_y + y - slab.r0 % y) % y;
                 if i < bytes.len() / row_bytes {

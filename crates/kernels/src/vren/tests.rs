@@ -390,44 +390,70 @@ fn rule6_rows_wider_than_a_block_are_stitched_whole() {
 
 #[test]
 fn rule6_slabs_laid_together_give_the_same_bits() {
-    // Slices of 16 KiB in blocks of 4 KiB: every block is a slab of rows inside one slice (or
-    // across the seam of two), laid one at a time (batch 0) or several together.
+    // Slices of 64 rows in blocks of 4 KiB: every block is a slab of rows inside one slice (or
+    // across the seam of two), laid one at a time (batch 0) or several together. MIP takes the
+    // row maxima of the slabs in a row of its own (`Canvas::flush`), compositing the
+    // accumulators; both must give the reference's image and the same bits for every batch.
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    let vol = Vol::new([256, 64, 6], Scalar::U8, |_, _, _| rng.gen_range(0.0..256.0f64).floor());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("vol.raw");
-    let bytes = vol.bytes();
-    std::fs::write(&path, &bytes).unwrap();
     let tf = Transfer::load(Some(&TransferSpec::Preset("hot".into())), 0.0, 255.0).unwrap();
-    let kernel = VrenKernel {
-        geometry: Geometry { shape: vol.shape, axis: Axis::Z },
-        mode: Mode::Composite,
-        scalar: Scalar::U8,
-        lut: Lut::new(&tf, Scalar::U8),
-    };
-    let pipeline = PipelineBuilder::new().block_size(4096).workers(3).build().unwrap();
-    let render = |batch: usize| {
-        let mut canvas = Canvas::new(&kernel).with_batch(batch);
-        let row = std::num::NonZeroUsize::new(256).unwrap();
-        let mut plan = sluice_io::Plan::new(sluice_io::RecordLayout::Fixed(row));
-        plan.push_extent(&path, 0, bytes.len() as u64).unwrap();
-        pipeline.run_ordered(&plan, &kernel, |slab| canvas.add(&kernel, slab)).unwrap();
-        let bits: Vec<[u32; 4]> =
-            canvas.finish(&kernel).iter().map(|p| p.map(f32::to_bits)).collect();
-        bits
-    };
-    let one = render(0);
-    // Against the reference too: the sequential loop, rounded as the PNG is.
-    let want = vol.reference(Axis::Z, Mode::Composite, &tf);
-    let got = image::to_rgb(
-        &one.iter().map(|p| p.map(f32::from_bits)).collect::<Vec<_>>(),
-        256,
-        64,
-        Mode::Composite,
-        &tf,
-    );
-    assert!(got.rgb.iter().zip(&want).all(|(a, b)| a.abs_diff(*b) <= 1));
-    for batch in [1, 4096, 3 * 4096 + 100, 40_000, 1 << 20] {
-        assert!(render(batch) == one, "batch {batch}: not the same bits as one slab at a time");
+    let cases = [
+        (Mode::Composite, Scalar::U8),
+        (Mode::Mip, Scalar::U8),
+        (Mode::Mip, Scalar::U16),
+        (Mode::Mip, Scalar::F32),
+    ];
+    for (mode, scalar) in cases {
+        let x = 1024 / scalar.size();
+        let vol = Vol::new([x, 64, 6], scalar, |_, _, _| {
+            // NaN in f32, which MIP skips.
+            if scalar == Scalar::F32 && rng.gen_bool(0.1) {
+                f64::NAN
+            } else {
+                rng.gen_range(0.0..256.0f64).floor()
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vol.raw");
+        let bytes = vol.bytes();
+        std::fs::write(&path, &bytes).unwrap();
+        let kernel = VrenKernel {
+            geometry: Geometry { shape: vol.shape, axis: Axis::Z },
+            mode,
+            scalar,
+            lut: Lut::new(&tf, scalar),
+            spares: Default::default(),
+        };
+        let pipeline = PipelineBuilder::new().block_size(4096).workers(3).build().unwrap();
+        let render = |batch: usize| {
+            let mut canvas = Canvas::new(&kernel).with_batch(batch);
+            let row = std::num::NonZeroUsize::new(x * scalar.size()).unwrap();
+            let mut plan = sluice_io::Plan::new(sluice_io::RecordLayout::Fixed(row));
+            plan.push_extent(&path, 0, bytes.len() as u64).unwrap();
+            pipeline.run_ordered(&plan, &kernel, |slab| canvas.add(&kernel, slab)).unwrap();
+            let bits: Vec<[u32; 4]> =
+                canvas.finish(&kernel).iter().map(|p| p.map(f32::to_bits)).collect();
+            bits
+        };
+        let one = render(0);
+        // Against the reference too: the sequential loop, rounded as the PNG is.
+        let want = vol.reference(Axis::Z, mode, &tf);
+        let got = image::to_rgb(
+            &one.iter().map(|p| p.map(f32::from_bits)).collect::<Vec<_>>(),
+            x,
+            64,
+            mode,
+            &tf,
+        );
+        let slack = if mode == Mode::Mip { 0 } else { 1 };
+        assert!(
+            got.rgb.iter().zip(&want).all(|(a, b)| a.abs_diff(*b) <= slack),
+            "{mode:?} {scalar:?}: not the reference's image"
+        );
+        for batch in [1, 4096, 3 * 4096 + 100, 40_000, 1 << 20] {
+            assert!(
+                render(batch) == one,
+                "{mode:?} {scalar:?}, batch {batch}: not the same bits as one slab at a time"
+            );
+        }
     }
 }
