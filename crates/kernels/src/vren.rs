@@ -21,6 +21,8 @@
 //!    `A += (1 − A)·a`, starting from 0. The pixel is `C` over black, rounded as in rule 3.
 //!    "Over" is associative, so slabs are composited separately and combined in stream order;
 //!    the result equals the sequential one up to f32 rounding (exactly, where every sum is exact).
+//!    A ray whose `A` is exactly 1 takes no more samples (early ray termination): each would
+//!    add (1 − 1)·a·c = 0 exactly, so the bits are those of every sample taken.
 //! 5. `size` resizes the image by nearest neighbour: pixel `(i, j)` of a `w × h` image is pixel
 //!    `(i·H/h, j·W/w)` (integer division) of the projection.
 //! 6. **Streaming.** The pass reads the volume once, as records of one row (X voxels). Each

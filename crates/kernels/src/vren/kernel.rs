@@ -287,6 +287,46 @@ fn max_row(scalar: Scalar, row: &[u8], m: &mut [f32]) {
     }
 }
 
+/// [`composite_rows`] for the element type `scalar`.
+pub(super) fn composite_rows_for(scalar: Scalar, lut: &Lut, rows: &[&[u8]], dest: &mut [Px]) {
+    match scalar {
+        Scalar::U8 => composite_rows::<u8>(lut, rows, dest),
+        Scalar::U16 => composite_rows::<u16>(lut, rows, dest),
+        _ => composite_rows::<f32>(lut, rows, dest),
+    }
+}
+
+/// Pixels [`composite_rows`] composites together.
+const GROUP: usize = 4;
+
+/// Lays `rows` (each one voxel per pixel of `dest`, in stream order) behind `dest` by "over",
+/// as [`lay_rows`] does row by row: the same operations in the same order at every pixel, so
+/// the same bits. `GROUP` pixels at a time, their accumulators in registers across the rows.
+/// Early ray termination: once the group's pixels are all opaque (alpha exactly 1), every
+/// later sample would add (1 − 1)·s = 0 exactly, so the group skips the rest of the rows.
+fn composite_rows<T: Voxel>(lut: &Lut, rows: &[&[u8]], dest: &mut [Px]) {
+    let done = dest.len() / GROUP * GROUP;
+    for (g, accs) in dest[..done].chunks_exact_mut(GROUP).enumerate() {
+        let mut c: [Px; GROUP] = std::array::from_fn(|j| accs[j]);
+        for row in rows {
+            if c.iter().all(|a| a[3] == 1.0) {
+                break;
+            }
+            let voxels = &row[g * GROUP * T::SIZE..(g + 1) * GROUP * T::SIZE];
+            for (acc, b) in c.iter_mut().zip(voxels.chunks_exact(T::SIZE)) {
+                over(acc, &T::load(b).sample(lut));
+            }
+        }
+        accs.copy_from_slice(&c);
+    }
+    for row in rows {
+        let voxels = row[done * T::SIZE..].chunks_exact(T::SIZE).map(T::load);
+        for (acc, v) in dest[done..].iter_mut().zip(voxels) {
+            over(acc, &v.sample(lut));
+        }
+    }
+}
+
 /// [`lay_rows`] for the kernel's element type.
 fn lay(k: &VrenKernel, rows: &[u8], r0: usize, p0: usize, pixels: &mut [Px]) {
     match k.scalar {
@@ -510,16 +550,19 @@ impl Canvas {
             );
             return;
         }
-        self.pixels.par_chunks_mut(x).enumerate().for_each(|(row_y, dest)| {
+        // Compositing: a few pixels at a time take the row of every pending slab, their
+        // accumulators held in registers, and stop where all of them are opaque
+        // (`composite_rows`).
+        self.pixels.par_chunks_mut(x).enumerate().for_each_init(Vec::new, |rows, (row_y, dest)| {
+            rows.clear();
             for slab in pending {
                 let SlabBody::Rows(bytes) = &slab.body else { continue };
                 let i = (row_y + y - slab.r0 % y) % y;
                 if i < bytes.len() / row_bytes {
-                    let r = slab.r0 + i;
-                    let row = &bytes[i * row_bytes..(i + 1) * row_bytes];
-                    lay(kernel, row, r, g.row_pixel(r), dest);
+                    rows.push(&bytes[i * row_bytes..(i + 1) * row_bytes]);
                 }
             }
+            composite_rows_for(kernel.scalar, &kernel.lut, rows, dest);
         });
     }
 

@@ -6,6 +6,7 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use sluice_io::{Engine, PipelineBuilder};
 
+use super::kernel::{classify, composite_rows_for, over};
 use super::*;
 
 /// A volume in memory, `v[(z·Y + y)·X + x]`, with its element type.
@@ -455,5 +456,45 @@ fn rule6_slabs_laid_together_give_the_same_bits() {
                 "{mode:?} {scalar:?}, batch {batch}: not the same bits as one slab at a time"
             );
         }
+    }
+}
+
+#[test]
+fn rule4_rays_stopped_once_opaque_give_the_bits_of_every_sample_laid() {
+    // Rows of 2051 pixels (not a multiple of the group), 40 rows in stream order; a quarter of
+    // the voxels are 255, opaque in `hot`, so most pixels turn opaque (alpha exactly 1) well
+    // before the last row and `composite_rows` skips the rest of their rows. Against every
+    // sample laid by `over`, row after row: the same bits.
+    let tf = Transfer::load(Some(&TransferSpec::Preset("hot".into())), 0.0, 255.0).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    for scalar in [Scalar::U8, Scalar::U16, Scalar::F32] {
+        let lut = Lut::new(&tf, scalar);
+        let width = 2051;
+        let rows: Vec<Vec<u8>> = (0..40)
+            .map(|_| {
+                let vol = Vol::new([width, 1, 1], scalar, |_, _, _| {
+                    if rng.gen_bool(0.25) { 255.0 } else { rng.gen_range(0.0..255.0f64).floor() }
+                });
+                vol.bytes()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
+        let start: Vec<Px> =
+            (0..width).map(|i| if i % 7 == 0 { [0.1, 0.0, 0.0, 0.2] } else { [0.0; 4] }).collect();
+        let mut want = start.clone();
+        let mut sample = Vec::new();
+        for row in &rows {
+            classify(Mode::Composite, scalar, &lut, row, &mut sample);
+            for (acc, s) in want.iter_mut().zip(&sample) {
+                over(acc, s);
+            }
+        }
+        // Most rays did turn opaque, so the early stop was taken.
+        let opaque = want.iter().filter(|a| a[3] == 1.0).count();
+        assert!(opaque > width / 2, "{scalar:?}: only {opaque} opaque pixels");
+        let mut got = start;
+        composite_rows_for(scalar, &lut, &refs, &mut got);
+        let bits = |v: &[Px]| v.iter().map(|p| p.map(f32::to_bits)).collect::<Vec<_>>();
+        assert!(bits(&got) == bits(&want), "{scalar:?}: not the bits of every sample laid");
     }
 }
