@@ -183,12 +183,42 @@ impl LocalFft {
         tile: &mut [Complex64],
     ) {
         let b = cols.first().map_or(0, |c| c.len());
+        if let [row0, row1] = cols {
+            match self.direction {
+                Direction::Forward => self.combine_pair::<false>(k1_first, row0, row1),
+                Direction::Inverse => self.combine_pair::<true>(k1_first, row0, row1),
+            }
+            return;
+        }
         for q0 in (0..b).step_by(TILE) {
             let w = TILE.min(b - q0);
             let rows: &[&mut [Complex64]] = cols;
             self.load_tile(k1_first, q0, w, |r| &*rows[r], tile);
             self.butterflies(w, tile);
             self.store_tile(q0, w, tile, cols);
+        }
+    }
+
+    /// `combine_in_place` for p = 2: one butterfly per column, in place, without a tile to copy
+    /// through (2^16, steady state: 189–205 µs a call against 200–223). Row 0 holds output
+    /// k2 = 0 and row 1 output k2 = 1 (bitrev is the identity for p = 2), scaled by 1/n when
+    /// `SCALED` (the inverse), as `store_tile` does.
+    fn combine_pair<const SCALED: bool>(
+        &self,
+        k1_first: usize,
+        row0: &mut [Complex64],
+        row1: &mut [Complex64],
+    ) {
+        let f = 1.0 / self.n as f64;
+        for q0 in (0..row0.len()).step_by(TILE) {
+            let w = TILE.min(row0.len() - q0);
+            let base = self.twiddles.get(k1_first + q0);
+            let steps = &self.steps[TILE..TILE + w];
+            let (a, c) = (&mut row0[q0..q0 + w], &mut row1[q0..q0 + w]);
+            for ((x, y), &st) in a.iter_mut().zip(c.iter_mut()).zip(steps) {
+                let (u, v) = (*x, *y * (base * st));
+                (*x, *y) = if SCALED { ((u + v) * f, (u - v) * f) } else { (u + v, u - v) };
+            }
         }
     }
 
