@@ -13,12 +13,12 @@
 //! 1. Superstep 1 ([`FourStep::rows`]): a tile of virtual processes at a time (1 MiB of
 //!    values, `TILE_VALUES`): their values read from the input (that many adjacent values per
 //!    row of it, the rows ahead prefetched) into the tile's rows, each row transformed in
-//!    place, twiddled and written to row s of the workspace `M` (n values) with non-temporal
-//!    stores.
+//!    place, twiddled and written to row s of the workspace `M` (n values, laid out in blocks
+//!    of columns: rule 4) with non-temporal stores.
 //! 2. A sync.
-//! 3. Superstep 2 ([`FourStep::cols`]): a tile of columns k1 of `M` at a time, gathered into
-//!    vectors of n1, each transformed, and written to y[k1 + n2·k2] (adjacent outputs per k2,
-//!    non-temporal), scaled by 1/n for the inverse.
+//! 3. Superstep 2 ([`FourStep::cols`]): a tile of columns k1 of `M` at a time (one block, read
+//!    front to back), gathered into vectors of n1, each transformed, and written to
+//!    y[k1 + n2·k2] (adjacent outputs per k2, non-temporal), scaled by 1/n for the inverse.
 //!
 //! Measured (`bench/kernels/fft`'s inputs, p = 2, the median time per call against FFTW's in
 //! the same rounds, 5 rounds, load 1.7–1.9): the four-step against the plan of `shared::run`
@@ -34,6 +34,11 @@
 //!    every output row (`shared::run_four_step` hands them out).
 //! 3. Workspace: `M` (n values, the plan's `lanes`), and per thread one tile and one rustfft
 //!    scratch ([`FourStep::tile_len`], [`FourStep::scratch_len`]).
+//! 4. `M` is stored in n2/w blocks of w columns ([`FourStep::width`], superstep 2's tile):
+//!    M[s][k1] lies at (k1 / w)·n1·w + s·w + k1 % w. Superstep 1 then writes g·w adjacent
+//!    values per block for its g rows, and superstep 2 reads each of its tiles as one run of
+//!    n1·w values, where a row-major `M` had it read w values from each of n1 rows n2 values
+//!    apart (at 2^26: 128 bytes every 128 KiB, 26 % of a call's samples in `perf`).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -141,18 +146,23 @@ impl FourStep {
         (self.n1, self.n2)
     }
 
-    /// Superstep 1 for virtual processes `procs`: `m` is their rows of `M` (`procs.len()·n2`
-    /// values), `tile` and `scratch` as long as [`FourStep::tile_len`] and
-    /// [`FourStep::scratch_len`].
+    /// Columns per block of `M` (rule 4): the width of superstep 2's tiles.
+    pub(super) fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Superstep 1 for virtual processes `procs`: `m[j]` is their part of block j of `M`
+    /// (`procs.len()·width` values, row s's columns j·width.. at (s − procs.start)·width; rule
+    /// 4), `tile` and `scratch` as long as [`FourStep::tile_len`] and [`FourStep::scratch_len`].
     pub(super) fn rows(
         &self,
         input: &[Complex64],
         procs: Range<usize>,
-        m: &mut [Complex64],
+        m: &mut [&mut [Complex64]],
         tile: &mut [Complex64],
         scratch: &mut [Complex64],
     ) {
-        let (n1, n2, g) = (self.n1, self.n2, self.group);
+        let (n1, n2, g, w) = (self.n1, self.n2, self.group, self.width);
         let st = n2 + PAD;
         let tile = &mut tile[..g * st];
         for s0 in procs.clone().step_by(g) {
@@ -171,17 +181,21 @@ impl FourStep {
             for row in tile.chunks_exact_mut(st) {
                 self.fft_rows.process_with_scratch(&mut row[..n2], scratch);
             }
-            for (r, row) in tile.chunks_exact(st).enumerate() {
-                let (s, row) = (s0 + r, &row[..n2]);
-                let dst = &mut m[(s - procs.start) * n2..(s - procs.start + 1) * n2];
-                // s·k1 ≤ (n1 − 1)(n2 − 1) < n.
-                stream_fill(dst, |k1| row[k1] * self.twiddles.get(s * k1));
+            // Block j gets the g rows' columns j·w..(j + 1)·w, twiddled: g·w adjacent values.
+            let at = (s0 - procs.start) * w;
+            for (j, block) in m.iter_mut().enumerate() {
+                let k0 = j * w;
+                stream_fill(&mut block[at..at + g * w], |i| {
+                    let (r, k1) = (i / w, k0 + i % w);
+                    // (s0 + r)·k1 ≤ (n1 − 1)(n2 − 1) < n.
+                    tile[r * st + k1] * self.twiddles.get((s0 + r) * k1)
+                });
             }
         }
         stream_fence();
     }
 
-    /// Superstep 2 for columns `cols` of `M` (all of it, `m`): `out[k2]` is output row k2's
+    /// Superstep 2 for columns `cols` of `M` (all of it, `m`, in blocks: rule 4): `out[k2]` is output row k2's
     /// values k1 in `cols` (y[n2·k2 + k1], `cols.len()` values each, n1 rows).
     pub(super) fn cols(
         &self,
@@ -191,7 +205,7 @@ impl FourStep {
         tile: &mut [Complex64],
         scratch: &mut [Complex64],
     ) {
-        let (n1, n2, w) = (self.n1, self.n2, self.width);
+        let (n1, w) = (self.n1, self.width);
         let st = n1 + PAD;
         let tile = &mut tile[..w * st];
         let scale = match self.direction {
@@ -199,13 +213,9 @@ impl FourStep {
             Direction::Inverse => Some(1.0 / self.n as f64),
         };
         for c0 in cols.clone().step_by(w) {
-            // Vector c of the tile is column c0 + c of `M`: w values per row of it.
-            for s in 0..n1 {
-                let ahead = (s + AHEAD) * n2 + c0;
-                for i in (0..w).step_by(4) {
-                    prefetch(m, ahead + i);
-                }
-                let src = &m[s * n2 + c0..s * n2 + c0 + w];
+            // Vector c of the tile is column c0 + c of `M`: block c0/w, read front to back.
+            let block = &m[c0 * n1..(c0 + w) * n1];
+            for (s, src) in block.chunks_exact(w).enumerate() {
                 for (c, &v) in src.iter().enumerate() {
                     tile[c * st + s] = v;
                 }

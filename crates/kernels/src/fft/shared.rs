@@ -124,10 +124,15 @@ pub(super) fn run_four_step(
         let (procs, cols) = plan.share(s);
         let (tile, scratch) = ws.tile_and_scratch(plan.tile_len(), plan.scratch_len());
         {
-            // SAFETY: (rule 3) process s takes rows `procs` of `m`; the shares of different
-            // s are disjoint (`fourstep` rule 2), and the part is dropped before the sync.
-            let rows = unsafe { mv.part(procs.start * n2, procs.len() * n2) };
-            plan.rows(input, procs, rows, tile, scratch);
+            let w = plan.width();
+            let mut parts = Vec::with_capacity(n2 / w);
+            for j in 0..n2 / w {
+                // SAFETY: (rule 3) process s takes rows `procs` of each block j of `m`
+                // (`fourstep` rule 4); the shares of different s are disjoint (`fourstep` rule
+                // 2), and the parts are dropped before the sync.
+                parts.push(unsafe { mv.part(j * n1 * w + procs.start * w, procs.len() * w) });
+            }
+            plan.rows(input, procs, &mut parts, tile, scratch);
         }
         check_cancel(cancel)?;
         ctx.sync()?;

@@ -169,3 +169,33 @@ fn four_step_matches_a_naive_dft_for_every_valid_p() {
         }
     }
 }
+
+#[test]
+fn four_step_matches_rustfft_where_each_thread_has_several_blocks() {
+    // From 2^13 on, `M` has more blocks of columns (`fourstep` rule 4) than threads, and a
+    // thread's rows span several groups; rustfft alone (p = 1 below `FOUR_STEP_MIN`) is the
+    // reference.
+    for k in [13, 14, 16] {
+        let n = 1usize << k;
+        let x = random(n, 200 + k as u64);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let mut want = vec![Complex64::default(); n];
+            Fft::new(n, 1, direction).unwrap().process(&x, &mut want).unwrap();
+            for p in [1, 2, 4] {
+                let plan = fourstep::FourStep::new(n, p, direction).unwrap();
+                let (n1, n2) = plan.shape();
+                // At 2^16 every p here has at least 2 blocks per thread.
+                assert!(n2 / plan.width() >= p * if k == 16 { 2 } else { 1 }, "n {n} p {p}");
+                assert!(n1 / p > 1, "n {n} p {p}");
+                let section = section::Section::new(p).unwrap();
+                let mut bufs: Vec<spmd::Workspace> = (0..p).map(|_| Default::default()).collect();
+                let (mut m, mut got) =
+                    (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+                shared::run_four_step(&plan, &section, &mut bufs, &mut m, &x, &mut got, None)
+                    .unwrap();
+                let err = rel_l2(&got, &want);
+                assert!(err < 1e-14, "n {n} p {p} {direction:?}: relative L2 error {err}");
+            }
+        }
+    }
+}
