@@ -146,6 +146,16 @@ fn rule6_candidates_are_valid_and_the_fastest_is_one_of_them() {
     assert!(rel_l2(&out, &naive(&x, Direction::Forward)) < 1e-12);
 }
 
+/// The four-step transform of `x` by `plan`, on a section of the plan's p threads.
+fn four_step(plan: &fourstep::FourStep, x: &[Complex64]) -> Vec<Complex64> {
+    let (n, p) = (x.len(), plan.p);
+    let section = section::Section::new(p).unwrap();
+    let mut bufs: Vec<spmd::Workspace> = (0..p).map(|_| Default::default()).collect();
+    let (mut m, mut got) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+    shared::run_four_step(plan, &section, &mut bufs, &mut m, x, &mut got, None).unwrap();
+    got
+}
+
 #[test]
 fn four_step_matches_a_naive_dft_for_every_valid_p() {
     for k in 0..=11 {
@@ -155,13 +165,7 @@ fn four_step_matches_a_naive_dft_for_every_valid_p() {
             let want = naive(&x, direction);
             let mut p = 1;
             while p * p <= n {
-                let plan = fourstep::FourStep::new(n, p, direction).unwrap();
-                let section = section::Section::new(p).unwrap();
-                let mut bufs: Vec<spmd::Workspace> = (0..p).map(|_| Default::default()).collect();
-                let (mut m, mut got) =
-                    (vec![Complex64::default(); n], vec![Complex64::default(); n]);
-                shared::run_four_step(&plan, &section, &mut bufs, &mut m, &x, &mut got, None)
-                    .unwrap();
+                let got = four_step(&fourstep::FourStep::new(n, p, direction).unwrap(), &x);
                 let err = rel_l2(&got, &want);
                 assert!(err < 1e-12, "n {n} p {p} {direction:?}: relative L2 error {err}");
                 p *= 2;
@@ -187,13 +191,7 @@ fn four_step_matches_rustfft_where_each_thread_has_several_blocks() {
                 // At 2^16 every p here has at least 2 blocks per thread.
                 assert!(n2 / plan.width() >= p * if k == 16 { 2 } else { 1 }, "n {n} p {p}");
                 assert!(n1 / p > 1, "n {n} p {p}");
-                let section = section::Section::new(p).unwrap();
-                let mut bufs: Vec<spmd::Workspace> = (0..p).map(|_| Default::default()).collect();
-                let (mut m, mut got) =
-                    (vec![Complex64::default(); n], vec![Complex64::default(); n]);
-                shared::run_four_step(&plan, &section, &mut bufs, &mut m, &x, &mut got, None)
-                    .unwrap();
-                let err = rel_l2(&got, &want);
+                let err = rel_l2(&four_step(&plan, &x), &want);
                 assert!(err < 1e-14, "n {n} p {p} {direction:?}: relative L2 error {err}");
             }
         }
