@@ -182,7 +182,6 @@ impl LocalFft {
         cols: &mut [&mut [Complex64]],
         tile: &mut [Complex64],
     ) {
-        let b = cols.first().map_or(0, |c| c.len());
         if let [row0, row1] = cols {
             match self.direction {
                 Direction::Forward => self.combine_pair::<false>(k1_first, row0, row1),
@@ -190,6 +189,7 @@ impl LocalFft {
             }
             return;
         }
+        let b = cols.first().map_or(0, |c| c.len());
         for q0 in (0..b).step_by(TILE) {
             let w = TILE.min(b - q0);
             let rows: &[&mut [Complex64]] = cols;

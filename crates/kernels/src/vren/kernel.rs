@@ -530,6 +530,15 @@ impl Canvas {
         let g = &kernel.geometry;
         let (x, y) = (g.shape[0], g.shape[1]);
         let row_bytes = x * kernel.scalar.size();
+        // Image row `row_y`'s voxels in each pending slab that holds a row of that y, in stream
+        // order.
+        let rows_at = |row_y: usize| {
+            pending.iter().filter_map(move |slab| {
+                let SlabBody::Rows(bytes) = &slab.body else { return None };
+                let i = (row_y + y - slab.r0 % y) % y;
+                (i < bytes.len() / row_bytes).then(|| &bytes[i * row_bytes..(i + 1) * row_bytes])
+            })
+        };
         if kernel.mode == Mode::Mip {
             // The row's maxima in a plain f32 row while every slab's row is taken: the select
             // below runs 8 voxels to an instruction, where the accumulators (16 bytes a pixel)
@@ -538,13 +547,7 @@ impl Canvas {
                 || vec![0f32; x],
                 |m, (row_y, dest)| {
                     m.iter_mut().zip(dest.iter()).for_each(|(m, d)| *m = d[0]);
-                    for slab in pending {
-                        let SlabBody::Rows(bytes) = &slab.body else { continue };
-                        let i = (row_y + y - slab.r0 % y) % y;
-                        if i < bytes.len() / row_bytes {
-                            max_row(kernel.scalar, &bytes[i * row_bytes..(i + 1) * row_bytes], m);
-                        }
-                    }
+                    rows_at(row_y).for_each(|row| max_row(kernel.scalar, row, m));
                     dest.iter_mut().zip(m.iter()).for_each(|(d, &m)| d[0] = m);
                 },
             );
@@ -555,13 +558,7 @@ impl Canvas {
         // (`composite_rows`).
         self.pixels.par_chunks_mut(x).enumerate().for_each_init(Vec::new, |rows, (row_y, dest)| {
             rows.clear();
-            for slab in pending {
-                let SlabBody::Rows(bytes) = &slab.body else { continue };
-                let i = (row_y + y - slab.r0 % y) % y;
-                if i < bytes.len() / row_bytes {
-                    rows.push(&bytes[i * row_bytes..(i + 1) * row_bytes]);
-                }
-            }
+            rows.extend(rows_at(row_y));
             composite_rows_for(kernel.scalar, &kernel.lut, rows, dest);
         });
     }
