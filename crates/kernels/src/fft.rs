@@ -51,6 +51,7 @@ mod fourstep;
 mod huge;
 mod section;
 mod shared;
+mod simd;
 mod spmd;
 mod twiddle;
 

@@ -77,7 +77,7 @@ pub(super) fn run(
                 // p·p ranges are disjoint across t and s, and dropped before the sync.
                 dst.push(unsafe { lanes.part(t * m + s * b, b) });
             }
-            gather(&input[s * m..(s + 1) * m], &mut dst);
+            gather(plan, &input[s * m..(s + 1) * m], &mut dst);
         }
         check_cancel(cancel)?;
         ctx.sync()?;
@@ -180,8 +180,12 @@ fn on_each(
 
 /// `dst[t][l] = src[t + p·l]`: the p-way deinterleave of one process's contiguous part, in
 /// blocks of `ROWS` rows so each input line is read from memory once.
-fn gather(src: &[Complex64], dst: &mut [&mut [Complex64]]) {
+fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
     let p = dst.len();
+    if let ([d0, d1], Some(proof)) = (&mut *dst, plan.simd) {
+        super::simd::deal_pair(proof, src, d0, d1);
+        return;
+    }
     if p == 2 {
         let (d0, d1) = dst.split_at_mut(1);
         for ((a, c), pair) in d0[0].iter_mut().zip(d1[0].iter_mut()).zip(src.chunks_exact(2)) {

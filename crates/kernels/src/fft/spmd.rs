@@ -8,6 +8,7 @@ use rustfft::{Fft as RustFft, FftDirection, FftPlanner};
 use sluice_bsp::{Args, Ctx};
 
 use super::exchange::exchange;
+use super::simd::{self, Avx2Fma};
 use super::twiddle::Twiddles;
 use super::{Direction, check_shape};
 use crate::Error;
@@ -31,6 +32,8 @@ pub struct LocalFft {
     /// `roots[j]` = ω_{2h}^j for the radix-2 stages across rows, for each stage half-size h:
     /// stored at `roots[h + j]` (h a power of two, j < h).
     roots: Vec<Complex64>,
+    /// The AVX2 and FMA loops of the p = 2 passes, where the CPU runs them (`simd`).
+    pub(super) simd: Option<Avx2Fma>,
 }
 
 impl std::fmt::Debug for LocalFft {
@@ -126,6 +129,7 @@ impl LocalFft {
             twiddles,
             steps,
             roots,
+            simd: Avx2Fma::detect(),
         })
     }
 
@@ -215,6 +219,10 @@ impl LocalFft {
             let base = self.twiddles.get(k1_first + q0);
             let steps = &self.steps[TILE..TILE + w];
             let (a, c) = (&mut row0[q0..q0 + w], &mut row1[q0..q0 + w]);
+            if let Some(proof) = self.simd {
+                simd::combine_pair(proof, a, c, steps, base, SCALED.then_some(f));
+                continue;
+            }
             for ((x, y), &st) in a.iter_mut().zip(c.iter_mut()).zip(steps) {
                 let (u, v) = (*x, *y * (base * st));
                 (*x, *y) = if SCALED { ((u + v) * f, (u - v) * f) } else { (u + v, u - v) };

@@ -197,3 +197,42 @@ fn four_step_matches_rustfft_where_each_thread_has_several_blocks() {
         }
     }
 }
+
+/// `simd` rule 1: the portable loops (forced on this thread) and the AVX2 and FMA loops (where
+/// the CPU runs them) give the same transforms within a few ulps, both against rustfft alone,
+/// for the p = 2 plan (`shared`) and the four-step at p = 1 and 2, both directions, odd and
+/// even powers of two.
+#[test]
+fn the_portable_and_the_simd_loops_give_the_same_transforms() {
+    let simd = simd::Avx2Fma::detect().is_some();
+    for k in [4, 7, 12, 13, 16] {
+        let n = 1usize << k;
+        let x = random(n, 300 + k as u64);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let mut want = vec![Complex64::default(); n];
+            Fft::new(n, 1, direction).unwrap().process(&x, &mut want).unwrap();
+            let mut got = Vec::new();
+            for portable in [true, false] {
+                simd::PORTABLE.with(|c| c.set(portable));
+                let plan = LocalFft::new(n, 2, direction).unwrap();
+                let four = fourstep::FourStep::new(n, 2, direction).unwrap();
+                assert_eq!(plan.simd.is_some(), simd && !portable);
+                assert_eq!(four.simd.is_some(), simd && !portable);
+                let section = section::Section::new(2).unwrap();
+                let mut bufs: Vec<spmd::Workspace> = (0..2).map(|_| Default::default()).collect();
+                let (mut lanes, mut y) =
+                    (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+                shared::run(&plan, &section, &mut bufs, &mut lanes, &x, &mut y, None).unwrap();
+                let four1 = fourstep::FourStep::new(n, 1, direction).unwrap();
+                got.push([y, four_step(&four, &x), four_step(&four1, &x)]);
+            }
+            simd::PORTABLE.with(|c| c.set(false));
+            for (i, (a, b)) in got[0].iter().zip(&got[1]).enumerate() {
+                let what = ["p = 2", "four-step p = 2", "four-step p = 1"][i];
+                let (ea, eb) = (rel_l2(a, &want), rel_l2(b, &want));
+                assert!(ea < 1e-14 && eb < 1e-14, "n {n} {direction:?} {what}: {ea} {eb}");
+                assert!(rel_l2(a, b) < 1e-14, "n {n} {direction:?} {what}: the two differ");
+            }
+        }
+    }
+}

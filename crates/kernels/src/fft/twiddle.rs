@@ -38,6 +38,11 @@ impl Twiddles {
         }
     }
 
+    /// The two tables, the shift and the mask of [`Twiddles::get`] (for `simd`'s loops).
+    pub(super) fn tables(&self) -> (&[Complex64], &[Complex64], u32, usize) {
+        (&self.hi, &self.lo, self.shift, self.mask)
+    }
+
     /// ω_n^e (rule 1); `e < n`.
     #[inline]
     pub(super) fn get(&self, e: usize) -> Complex64 {

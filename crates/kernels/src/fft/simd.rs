@@ -1,0 +1,492 @@
+//! AVX2 and FMA loops for the FFT's passes outside rustfft: the deal of a process's input into
+//! the two lanes and the combine of the two rows of the p = 2 plan (`shared`), and the
+//! transposing gathers and the twiddled scatter of the four-step (`fourstep`). Without them the
+//! workspace's x86-64 baseline compiles all of them to 16-byte SSE2 moves and the complex
+//! products to scalar-pair arithmetic with shuffles. `perf` put 20 % of a call's samples in
+//! the two p = 2 passes at 2^16 (the FFTs 67 %), and 64 % in the four-step's own loops at 2^22
+//! (the FFTs 29 %).
+//!
+//! The only `unsafe` code of this module: the intrinsics, behind the [`Avx2Fma`] proof that the
+//! CPU has them, and the unaligned loads and stores of two values at offsets the loops bound.
+//!
+//! # Contract
+//! 1. [`Avx2Fma::detect`] returns a proof only where the CPU runs AVX2 and FMA and
+//!    `SLUICE_FFT_BASELINE` is not `1` (tests and benchmarks force the portable loops with it).
+//! 2. [`deal_pair`] gives `d0[l] = src[2l]` and `d1[l] = src[2l + 1]`, bit for bit, as the
+//!    portable loop.
+//! 3. [`combine_pair`] gives the portable `combine_pair`'s values with each complex product
+//!    rounded once per component (fused multiply-add): `u ± y·(base·step)`, times `scale` where
+//!    it is `Some`. Not the same bits as the portable loop; within an ulp or two of each.
+//! 4. [`pair_columns`] gives `dst[c·stride + at] = a[c]` and `dst[c·stride + at + 1] = b[c]`
+//!    for every `c < a.len()`, bit for bit.
+//! 5. [`twiddle_rows`] gives `dst[r·w + c] = src[r·stride + k0 + c] · ω_n^{(s0 + r)(k0 + c)}`
+//!    for `r < dst.len()/w`, `c < w`, the factor from `Twiddles::get`'s two table entries,
+//!    each product rounded once per component, written with non-temporal stores where `dst`
+//!    is 16-byte aligned (the caller fences, `huge::stream_fence`).
+//! 6. [`unpair_columns`] gives `d0[c] = src[c·stride + at]·f` and
+//!    `d1[c] = src[c·stride + at + 1]·f` for every `c < d0.len()` (`f` = `scale`, or no
+//!    product where it is `None`), written with non-temporal stores where both are 16-byte
+//!    aligned (the caller fences); without a scale, bit for bit.
+
+#![allow(unsafe_code)]
+
+use rustfft::num_complex::Complex64;
+
+use super::twiddle::Twiddles;
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Proof that the CPU runs AVX2 and FMA (rule 1): made only by [`Avx2Fma::detect`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Avx2Fma(());
+
+#[cfg(test)]
+thread_local! {
+    /// Tests force the portable loops on their own thread (the environment is the process's).
+    pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Avx2Fma {
+    /// Rule 1.
+    pub(super) fn detect() -> Option<Avx2Fma> {
+        if std::env::var_os("SLUICE_FFT_BASELINE").is_some_and(|v| v == "1") {
+            return None;
+        }
+        #[cfg(test)]
+        if PORTABLE.with(std::cell::Cell::get) {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return Some(Avx2Fma(()));
+        }
+        None
+    }
+}
+
+/// Rule 2. `src` holds `2·d0.len()` values; `d1` is as long as `d0`.
+pub(super) fn deal_pair(
+    _proof: Avx2Fma,
+    src: &[Complex64],
+    d0: &mut [Complex64],
+    d1: &mut [Complex64],
+) {
+    assert!(src.len() == 2 * d0.len() && d1.len() == d0.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
+    unsafe {
+        deal_pair_avx2(src, d0, d1);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, d0, d1);
+}
+
+/// Rule 3, for one tile: `a[i], c[i] ← (u + v)·f, (u − v)·f` with `u = a[i]`,
+/// `v = c[i]·(base·steps[i])` and `f = scale` (or no product where `scale` is `None`).
+pub(super) fn combine_pair(
+    _proof: Avx2Fma,
+    a: &mut [Complex64],
+    c: &mut [Complex64],
+    steps: &[Complex64],
+    base: Complex64,
+    scale: Option<f64>,
+) {
+    assert!(c.len() == a.len() && steps.len() >= a.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are checked
+    // above.
+    unsafe {
+        match scale {
+            None => combine_pair_fma::<false>(a, c, steps, base, 1.0),
+            Some(f) => combine_pair_fma::<true>(a, c, steps, base, f),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (a, c, steps, base, scale);
+}
+
+/// Rule 4. `b` is as long as `a`, and `dst` holds every index written.
+pub(super) fn pair_columns(
+    _proof: Avx2Fma,
+    a: &[Complex64],
+    b: &[Complex64],
+    dst: &mut [Complex64],
+    stride: usize,
+    at: usize,
+) {
+    let n = a.len();
+    assert!(b.len() == n && stride >= 2 && at + 1 < stride);
+    assert!(n == 0 || (n - 1) * stride + at + 1 < dst.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the bounds are checked above.
+    unsafe {
+        pair_columns_avx2(a, b, dst, stride, at);
+    }
+}
+
+/// Rule 5. `src` holds row `r`'s values `k0..k0 + w` at `r·stride + k0..`; `w` divides
+/// `dst.len()`; every exponent `(s0 + r)(k0 + c)` is below the tables' n.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn twiddle_rows(
+    _proof: Avx2Fma,
+    dst: &mut [Complex64],
+    src: &[Complex64],
+    stride: usize,
+    k0: usize,
+    w: usize,
+    s0: usize,
+    twiddles: &Twiddles,
+) {
+    let rows = dst.len() / w.max(1);
+    assert!(w > 0 && rows * w == dst.len());
+    assert!(rows == 0 || (rows - 1) * stride + k0 + w <= src.len());
+    let (hi, lo, shift, mask) = twiddles.tables();
+    // The largest exponent indexes within both tables.
+    let top = (s0 + rows.max(1) - 1) * (k0 + w - 1);
+    assert!(top >> shift < hi.len() && mask < lo.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the bounds are checked
+    // above: every exponent is at most `top`.
+    unsafe {
+        twiddle_rows_fma(dst, src, stride, k0, w, s0, (hi, lo, shift, mask));
+    }
+}
+
+/// Rule 6. `d1` is as long as `d0`, and `src` holds every index read.
+pub(super) fn unpair_columns(
+    _proof: Avx2Fma,
+    src: &[Complex64],
+    stride: usize,
+    at: usize,
+    scale: Option<f64>,
+    d0: &mut [Complex64],
+    d1: &mut [Complex64],
+) {
+    let n = d0.len();
+    assert!(d1.len() == n && stride >= 2 && at + 1 < stride);
+    assert!(n == 0 || (n - 1) * stride + at + 1 < src.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the bounds are checked above.
+    unsafe {
+        match scale {
+            None => unpair_columns_avx2::<false>(src, stride, at, 1.0, d0, d1),
+            Some(f) => unpair_columns_avx2::<true>(src, stride, at, f, d0, d1),
+        }
+    }
+}
+
+/// # Safety
+/// AVX2 must run; the bounds [`unpair_columns`] checks hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn unpair_columns_avx2<const SCALED: bool>(
+    src: &[Complex64],
+    stride: usize,
+    at: usize,
+    f: f64,
+    d0: &mut [Complex64],
+    d1: &mut [Complex64],
+) {
+    let n = d0.len();
+    let stream = d0.as_ptr().align_offset(16) == 0 && d1.as_ptr().align_offset(16) == 0;
+    let (ps, p0, p1) = (src.as_ptr().cast::<f64>(), d0.as_mut_ptr().cast::<f64>(), d1.as_mut_ptr());
+    let p1 = p1.cast::<f64>();
+    let fv = _mm256_set1_pd(f);
+    let mut c = 0;
+    while c + 2 <= n {
+        // SAFETY: values c·stride + at.. and (c + 1)·stride + at.. (two each) lie inside `src`
+        // (checked by `unpair_columns`), values c, c + 1 inside `d0` and `d1` (c + 2 ≤ n); the
+        // streamed halves are 16-byte aligned where `stream`.
+        unsafe {
+            let s0 = ps.add(2 * (c * stride + at));
+            let (mut va, mut vb) = (_mm256_loadu_pd(s0), _mm256_loadu_pd(s0.add(2 * stride)));
+            if SCALED {
+                (va, vb) = (_mm256_mul_pd(va, fv), _mm256_mul_pd(vb, fv));
+            }
+            let (x, y) =
+                (_mm256_permute2f128_pd::<0x20>(va, vb), _mm256_permute2f128_pd::<0x31>(va, vb));
+            if stream {
+                _mm_stream_pd(p0.add(2 * c), _mm256_castpd256_pd128(x));
+                _mm_stream_pd(p0.add(2 * c + 2), _mm256_extractf128_pd::<1>(x));
+                _mm_stream_pd(p1.add(2 * c), _mm256_castpd256_pd128(y));
+                _mm_stream_pd(p1.add(2 * c + 2), _mm256_extractf128_pd::<1>(y));
+            } else {
+                _mm256_storeu_pd(p0.add(2 * c), x);
+                _mm256_storeu_pd(p1.add(2 * c), y);
+            }
+        }
+        c += 2;
+    }
+    if c < n {
+        let g = if SCALED { f } else { 1.0 };
+        let v = (src[c * stride + at], src[c * stride + at + 1]);
+        (d0[c], d1[c]) = if SCALED { (v.0 * g, v.1 * g) } else { v };
+    }
+}
+
+/// # Safety
+/// AVX2 must run; the bounds [`pair_columns`] checks hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pair_columns_avx2(
+    a: &[Complex64],
+    b: &[Complex64],
+    dst: &mut [Complex64],
+    stride: usize,
+    at: usize,
+) {
+    let n = a.len();
+    let (pa, pb, pd) = (a.as_ptr().cast::<f64>(), b.as_ptr().cast::<f64>(), dst.as_mut_ptr());
+    let pd = pd.cast::<f64>();
+    let mut c = 0;
+    while c + 2 <= n {
+        // SAFETY: values c, c + 1 of `a` and `b` lie inside them (c + 2 ≤ n), and values
+        // c·stride + at.. and (c + 1)·stride + at.. (two each) inside `dst` (checked by
+        // `pair_columns`); value i starts at f64 offset 2i.
+        unsafe {
+            let (va, vb) = (_mm256_loadu_pd(pa.add(2 * c)), _mm256_loadu_pd(pb.add(2 * c)));
+            let d0 = pd.add(2 * (c * stride + at));
+            _mm256_storeu_pd(d0, _mm256_permute2f128_pd::<0x20>(va, vb));
+            _mm256_storeu_pd(d0.add(2 * stride), _mm256_permute2f128_pd::<0x31>(va, vb));
+        }
+        c += 2;
+    }
+    if c < n {
+        (dst[c * stride + at], dst[c * stride + at + 1]) = (a[c], b[c]);
+    }
+}
+
+/// # Safety
+/// AVX2 and FMA must run; the bounds [`twiddle_rows`] checks hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn twiddle_rows_fma(
+    dst: &mut [Complex64],
+    src: &[Complex64],
+    stride: usize,
+    k0: usize,
+    w: usize,
+    s0: usize,
+    (hi, lo, shift, mask): (&[Complex64], &[Complex64], u32, usize),
+) {
+    let stream = dst.as_ptr().align_offset(16) == 0;
+    let (ph, pl) = (hi.as_ptr().cast::<f64>(), lo.as_ptr().cast::<f64>());
+    for (r, row) in dst.chunks_exact_mut(w).enumerate() {
+        let (x, step) = (&src[r * stride + k0..r * stride + k0 + w], s0 + r);
+        let pd = row.as_mut_ptr().cast::<f64>();
+        let px = x.as_ptr().cast::<f64>();
+        let mut e = step * k0;
+        let mut c = 0;
+        while c + 2 <= w {
+            let e1 = e + step;
+            // SAFETY: exponents e and e1 are at most `twiddle_rows`'s `top`, so both table
+            // indices lie inside the tables; values c, c + 1 lie inside `x` and `row` (c + 2 ≤
+            // w); the streamed halves are 16-byte aligned where `stream` (the row starts at a
+            // multiple of 16 bytes from `dst`).
+            unsafe {
+                let h = _mm256_insertf128_pd::<1>(
+                    _mm256_castpd128_pd256(_mm_loadu_pd(ph.add(2 * (e >> shift)))),
+                    _mm_loadu_pd(ph.add(2 * (e1 >> shift))),
+                );
+                let l = _mm256_insertf128_pd::<1>(
+                    _mm256_castpd128_pd256(_mm_loadu_pd(pl.add(2 * (e & mask)))),
+                    _mm_loadu_pd(pl.add(2 * (e1 & mask))),
+                );
+                let v = mul2(_mm256_loadu_pd(px.add(2 * c)), mul2(h, l));
+                if stream {
+                    _mm_stream_pd(pd.add(2 * c), _mm256_castpd256_pd128(v));
+                    _mm_stream_pd(pd.add(2 * c + 2), _mm256_extractf128_pd::<1>(v));
+                } else {
+                    _mm256_storeu_pd(pd.add(2 * c), v);
+                }
+            }
+            (e, c) = (e1 + step, c + 2);
+        }
+        if c < w {
+            let t = hi[e >> shift] * lo[e & mask];
+            row[c] = x[c] * t;
+        }
+    }
+}
+
+/// # Safety
+/// AVX2 must run; `src.len() == 2·d0.len()` and `d1.len() == d0.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn deal_pair_avx2(src: &[Complex64], d0: &mut [Complex64], d1: &mut [Complex64]) {
+    let n = d0.len();
+    let (s, p0, p1) = (src.as_ptr().cast::<f64>(), d0.as_mut_ptr().cast::<f64>(), d1.as_mut_ptr());
+    let p1 = p1.cast::<f64>();
+    let mut l = 0;
+    while l + 2 <= n {
+        // SAFETY: values 2l..2l + 4 of `src` and l..l + 2 of each lane lie inside them (l + 2
+        // ≤ n); a `Complex64` is two f64, so value i starts at f64 offset 2i.
+        unsafe {
+            let v0 = _mm256_loadu_pd(s.add(4 * l));
+            let v1 = _mm256_loadu_pd(s.add(4 * l + 4));
+            _mm256_storeu_pd(p0.add(2 * l), _mm256_permute2f128_pd::<0x20>(v0, v1));
+            _mm256_storeu_pd(p1.add(2 * l), _mm256_permute2f128_pd::<0x31>(v0, v1));
+        }
+        l += 2;
+    }
+    if l < n {
+        (d0[l], d1[l]) = (src[2 * l], src[2 * l + 1]);
+    }
+}
+
+/// Two complex products, `[x0·y0, x1·y1]` with one rounding per component.
+///
+/// # Safety
+/// AVX2 and FMA must run.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn mul2(x: __m256d, y: __m256d) -> __m256d {
+    // [x.re·y.re − x.im·y.im, x.im·y.re + x.re·y.im] per value.
+    let yr = _mm256_movedup_pd(y);
+    let yi = _mm256_permute_pd::<0b1111>(y);
+    let xs = _mm256_permute_pd::<0b0101>(x);
+    _mm256_fmaddsub_pd(x, yr, _mm256_mul_pd(xs, yi))
+}
+
+/// # Safety
+/// AVX2 and FMA must run; `c.len() == a.len() ≤ steps.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn combine_pair_fma<const SCALED: bool>(
+    a: &mut [Complex64],
+    c: &mut [Complex64],
+    steps: &[Complex64],
+    base: Complex64,
+    f: f64,
+) {
+    let n = a.len();
+    let (pa, pc, ps) = (a.as_mut_ptr().cast::<f64>(), c.as_mut_ptr().cast::<f64>(), steps.as_ptr());
+    let ps = ps.cast::<f64>();
+    let b = _mm256_setr_pd(base.re, base.im, base.re, base.im);
+    let fv = _mm256_set1_pd(f);
+    let mut i = 0;
+    while i + 2 <= n {
+        // SAFETY: values i..i + 2 of `a`, `c` and `steps` lie inside them (i + 2 ≤ n ≤
+        // steps.len()); value i starts at f64 offset 2i.
+        unsafe {
+            let t = mul2(b, _mm256_loadu_pd(ps.add(2 * i)));
+            let v = mul2(_mm256_loadu_pd(pc.add(2 * i)), t);
+            let u = _mm256_loadu_pd(pa.add(2 * i));
+            let (mut x, mut y) = (_mm256_add_pd(u, v), _mm256_sub_pd(u, v));
+            if SCALED {
+                (x, y) = (_mm256_mul_pd(x, fv), _mm256_mul_pd(y, fv));
+            }
+            _mm256_storeu_pd(pa.add(2 * i), x);
+            _mm256_storeu_pd(pc.add(2 * i), y);
+        }
+        i += 2;
+    }
+    if i < n {
+        let (u, v) = (a[i], c[i] * (base * steps[i]));
+        (a[i], c[i]) = if SCALED { ((u + v) * f, (u - v) * f) } else { (u + v, u - v) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<Complex64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        (0..n).map(|_| Complex64::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0))).collect()
+    }
+
+    /// Rule 2 against the plain deinterleave, odd and even lengths.
+    #[test]
+    fn rule2_the_deal_is_the_plain_deinterleave() {
+        let Some(proof) = Avx2Fma::detect() else { return };
+        for n in [0, 1, 2, 3, 8, 255, 256] {
+            let src = values(2 * n, n as u64);
+            let (mut d0, mut d1) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+            deal_pair(proof, &src, &mut d0, &mut d1);
+            let want0: Vec<_> = src.iter().step_by(2).copied().collect();
+            let want1: Vec<_> = src.iter().skip(1).step_by(2).copied().collect();
+            assert_eq!((d0, d1), (want0, want1), "n {n}");
+        }
+    }
+
+    /// Rules 4 and 6: the two transposes against plain index arithmetic, odd and even lengths,
+    /// scaled and not, aligned and unaligned destinations.
+    #[test]
+    fn rules4_and_6_the_transposes_are_plain_index_arithmetic() {
+        let Some(proof) = Avx2Fma::detect() else { return };
+        for (n, stride, at) in [(0, 2, 0), (1, 4, 2), (6, 9, 7), (33, 40, 12)] {
+            let (a, b) = (values(n, 4), values(n, 5));
+            let mut dst = values(n * stride + 1, 6);
+            let before = dst.clone();
+            pair_columns(proof, &a, &b, &mut dst, stride, at);
+            for (i, (&got, &old)) in dst.iter().zip(&before).enumerate() {
+                let (c, o) = (i / stride, i % stride);
+                let want = match o.checked_sub(at) {
+                    Some(0) if c < n => a[c],
+                    Some(1) if c < n => b[c],
+                    _ => old,
+                };
+                assert_eq!(got, want, "pair n {n} index {i}");
+            }
+            for (scale, skip) in [(None, 0), (Some(0.25), 1)] {
+                let mut out = values(2 * n + 2, 7);
+                let (d0, d1) = out[skip..skip + 2 * n].split_at_mut(n);
+                unpair_columns(proof, &dst, stride, at, scale, d0, d1);
+                let f = scale.unwrap_or(1.0);
+                for c in 0..n {
+                    assert_eq!(d0[c], dst[c * stride + at] * f, "unpair n {n} c {c}");
+                    assert_eq!(d1[c], dst[c * stride + at + 1] * f, "unpair n {n} c {c}");
+                }
+            }
+        }
+    }
+
+    /// Rule 5 against `Twiddles::get` and a complex product: within a few ulps.
+    #[test]
+    fn rule5_the_twiddled_rows_are_the_portable_products_within_ulps() {
+        let Some(proof) = Avx2Fma::detect() else { return };
+        let n = 1 << 12;
+        let twiddles = Twiddles::new(n, -1.0);
+        for (w, rows, stride, k0, s0) in [(4, 3, 70, 8, 5), (7, 2, 20, 3, 60), (32, 4, 64, 32, 0)] {
+            let src = values(rows * stride, 8);
+            for skip in [0, 1] {
+                let mut out = vec![Complex64::default(); rows * w + 1];
+                let dst = &mut out[skip..skip + rows * w];
+                twiddle_rows(proof, dst, &src, stride, k0, w, s0, &twiddles);
+                for r in 0..rows {
+                    for c in 0..w {
+                        let x = src[r * stride + k0 + c];
+                        let want = x * twiddles.get((s0 + r) * (k0 + c));
+                        let tol = 8.0 * f64::EPSILON * x.norm();
+                        assert!((dst[r * w + c] - want).norm() <= tol, "w {w} r {r} c {c}");
+                    }
+                }
+            }
+        }
+        super::super::huge::stream_fence();
+    }
+
+    /// Rule 3 against the same arithmetic in `Complex64`: within a few ulps of each value's
+    /// magnitude, scaled and not, odd and even lengths.
+    #[test]
+    fn rule3_the_combine_is_the_portable_arithmetic_within_ulps() {
+        let Some(proof) = Avx2Fma::detect() else { return };
+        for (n, scale) in [(1, None), (2, None), (7, Some(0.125)), (256, None), (255, Some(3e-5))] {
+            let (a0, c0, steps) = (values(n, 1), values(n, 2), values(n, 3));
+            let base = Complex64::from_polar(1.0, 0.3);
+            let (mut a, mut c) = (a0.clone(), c0.clone());
+            combine_pair(proof, &mut a, &mut c, &steps, base, scale);
+            let f = scale.unwrap_or(1.0);
+            for i in 0..n {
+                let v = c0[i] * (base * steps[i]);
+                let (x, y) = ((a0[i] + v) * f, (a0[i] - v) * f);
+                let tol = 8.0 * f64::EPSILON * f * (a0[i].norm() + v.norm());
+                assert!((a[i] - x).norm() <= tol && (c[i] - y).norm() <= tol, "n {n} i {i}");
+            }
+        }
+    }
+}
