@@ -138,8 +138,11 @@ pub const PROBE_MAX: usize = 1 << 18;
 /// Fewest values per process a probed p may leave.
 const PROBE_MIN_VALUES: usize = 1 << 12;
 
-/// Timed calls per candidate in [`fastest`], after one untimed call.
-const PROBE_CALLS: usize = 5;
+/// Fewest timed rounds of [`fastest`] (one call per candidate each).
+pub const PROBE_CALLS: usize = 5;
+
+/// Most rounds of [`fastest`], whatever its time.
+pub const PROBE_ROUNDS_MAX: usize = 2000;
 
 /// The process counts worth planning for n values on at most `max_p` processors: for
 /// n ≤ [`PROBE_MAX`], 1 and every larger valid p ≤ `max_p` leaving each process at least 2^12
@@ -157,27 +160,46 @@ pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
     ps
 }
 
-/// The index of the plan that transforms `input` into `output` fastest (the least of
-/// 5 timed calls each, after one untimed call; the plans' shapes must match the
-/// buffers). `output` is overwritten. With one plan, returns 0 without running it.
+/// The index of the plan that transforms `input` into `output` fastest: rounds of one call
+/// per plan, in turn, for `at_least` of wall time and at least [`PROBE_CALLS`] timed rounds
+/// (at most [`PROBE_ROUNDS_MAX`]); only the rounds begun in the second half of that time (and
+/// the fewest ones after it) are timed, and the least time of each plan's timed calls decides.
+/// The plans' shapes must match the buffers; `output` is overwritten. With one plan, returns 0
+/// without running it.
+///
+/// Why the untimed first half: on this project's 2-core virtual machines, a section's first
+/// calls after its threads sat idle (here, while the p = 1 candidate ran) took 520–680 µs at
+/// 2^16 against 260–330 µs once warm. Five calls each, as until session 23, then chose p = 1
+/// in 2 of 8 bench-like runs (after an FFTW process each), which then ran 350 µs a call for
+/// the whole run where p = 2 ran 250–300 µs in the others.
 pub fn fastest(
     plans: &[Fft],
     input: &[Complex64],
     output: &mut [Complex64],
+    at_least: std::time::Duration,
 ) -> Result<usize, Error> {
     if plans.len() < 2 {
         return Ok(0);
     }
-    let mut best = (std::time::Duration::MAX, 0);
-    for (i, plan) in plans.iter().enumerate() {
-        plan.process(input, output)?;
-        for _ in 0..PROBE_CALLS {
+    let started = std::time::Instant::now();
+    let mut best = vec![std::time::Duration::MAX; plans.len()];
+    let mut timed = 0;
+    for _ in 0..PROBE_ROUNDS_MAX {
+        let since = started.elapsed();
+        if timed >= PROBE_CALLS && since >= at_least {
+            break;
+        }
+        let time = since >= at_least / 2;
+        for (plan, best) in plans.iter().zip(&mut best) {
             let t = std::time::Instant::now();
             plan.process(input, output)?;
-            best = best.min((t.elapsed(), i));
+            if time {
+                *best = (*best).min(t.elapsed());
+            }
         }
+        timed += usize::from(time);
     }
-    Ok(best.1)
+    Ok(best.iter().enumerate().min_by_key(|&(_, t)| *t).map_or(0, |(i, _)| i))
 }
 
 /// Largest n for which the sequential path copies the input and transforms out of place; above
