@@ -104,6 +104,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod cpu;
 pub mod dist;
 mod dtype;
 mod error;

@@ -130,7 +130,7 @@ impl FourStep {
             fft_rows: planner.plan_fft(n2, dir),
             fft_cols: planner.plan_fft(n1, dir),
             twiddles: Twiddles::new(n, direction.sign()),
-            simd: Avx2Fma::detect(),
+            simd: simd::detect(),
         })
     }
 

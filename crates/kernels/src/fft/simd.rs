@@ -7,11 +7,11 @@
 //! (the FFTs 29 %).
 //!
 //! The only `unsafe` code of this module: the intrinsics, behind the [`Avx2Fma`] proof that the
-//! CPU has them, and the unaligned loads and stores of two values at offsets the loops bound.
+//! CPU has them (`crate::cpu`), and the unaligned loads and stores of two values at offsets the loops bound.
 //!
 //! # Contract
-//! 1. [`Avx2Fma::detect`] returns a proof only where the CPU runs AVX2 and FMA and
-//!    `SLUICE_FFT_BASELINE` is not `1` (tests and benchmarks force the portable loops with it).
+//! 1. [`detect`] returns the proof of `crate::cpu` (the CPU runs AVX2 and FMA) unless
+//!    `SLUICE_FFT_BASELINE` is `1` (tests and benchmarks force the portable loops with it).
 //! 2. [`deal_pair`] gives `d0[l] = src[2l]` and `d1[l] = src[2l + 1]`, bit for bit, as the
 //!    portable loop.
 //! 3. [`combine_pair`] gives the portable `combine_pair`'s values with each complex product
@@ -37,9 +37,7 @@ use super::twiddle::Twiddles;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// Proof that the CPU runs AVX2 and FMA (rule 1): made only by [`Avx2Fma::detect`].
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Avx2Fma(());
+pub(super) use crate::cpu::Avx2Fma;
 
 #[cfg(test)]
 thread_local! {
@@ -47,22 +45,16 @@ thread_local! {
     pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-impl Avx2Fma {
-    /// Rule 1.
-    pub(super) fn detect() -> Option<Avx2Fma> {
-        if std::env::var_os("SLUICE_FFT_BASELINE").is_some_and(|v| v == "1") {
-            return None;
-        }
-        #[cfg(test)]
-        if PORTABLE.with(std::cell::Cell::get) {
-            return None;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return Some(Avx2Fma(()));
-        }
-        None
+/// Rule 1.
+pub(super) fn detect() -> Option<Avx2Fma> {
+    if std::env::var_os("SLUICE_FFT_BASELINE").is_some_and(|v| v == "1") {
+        return None;
     }
+    #[cfg(test)]
+    if PORTABLE.with(std::cell::Cell::get) {
+        return None;
+    }
+    Avx2Fma::detect()
 }
 
 /// Rule 2. `src` holds `2·d0.len()` values; `d1` is as long as `d0`.
@@ -382,7 +374,7 @@ mod tests {
     /// Rule 2 against the plain deinterleave, odd and even lengths.
     #[test]
     fn rule2_the_deal_is_the_plain_deinterleave() {
-        let Some(proof) = Avx2Fma::detect() else { return };
+        let Some(proof) = detect() else { return };
         for n in [0, 1, 2, 3, 8, 255, 256] {
             let src = values(2 * n, n as u64);
             let (mut d0, mut d1) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
@@ -397,7 +389,7 @@ mod tests {
     /// scaled and not, aligned and unaligned destinations.
     #[test]
     fn rules4_and_6_the_transposes_are_plain_index_arithmetic() {
-        let Some(proof) = Avx2Fma::detect() else { return };
+        let Some(proof) = detect() else { return };
         for (n, stride, at) in [(0, 2, 0), (1, 4, 2), (6, 9, 7), (33, 40, 12)] {
             let (a, b) = (values(n, 4), values(n, 5));
             let mut dst = values(n * stride + 1, 6);
@@ -428,7 +420,7 @@ mod tests {
     /// Rule 5 against `Twiddles::get` and a complex product: within a few ulps.
     #[test]
     fn rule5_the_twiddled_rows_are_the_portable_products_within_ulps() {
-        let Some(proof) = Avx2Fma::detect() else { return };
+        let Some(proof) = detect() else { return };
         let n = 1 << 12;
         let twiddles = Twiddles::new(n, -1.0);
         for (w, rows, stride, k0, s0) in [(4, 3, 70, 8, 5), (7, 2, 20, 3, 60), (32, 4, 64, 32, 0)] {
@@ -454,7 +446,7 @@ mod tests {
     /// magnitude, scaled and not, odd and even lengths.
     #[test]
     fn rule3_the_combine_is_the_portable_arithmetic_within_ulps() {
-        let Some(proof) = Avx2Fma::detect() else { return };
+        let Some(proof) = detect() else { return };
         for (n, scale) in [(1, None), (2, None), (7, Some(0.125)), (256, None), (255, Some(3e-5))] {
             let (a0, c0, steps) = (values(n, 1), values(n, 2), values(n, 3));
             let base = Complex64::from_polar(1.0, 0.3);

@@ -129,7 +129,7 @@ impl LocalFft {
             twiddles,
             steps,
             roots,
-            simd: Avx2Fma::detect(),
+            simd: simd::detect(),
         })
     }
 

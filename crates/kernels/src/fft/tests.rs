@@ -204,7 +204,7 @@ fn four_step_matches_rustfft_where_each_thread_has_several_blocks() {
 /// even powers of two.
 #[test]
 fn the_portable_and_the_simd_loops_give_the_same_transforms() {
-    let simd = simd::Avx2Fma::detect().is_some();
+    let simd = crate::cpu::Avx2Fma::detect().is_some();
     for k in [4, 7, 12, 13, 16] {
         let n = 1usize << k;
         let x = random(n, 300 + k as u64);

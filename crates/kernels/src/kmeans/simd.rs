@@ -15,6 +15,7 @@ use super::assign::Want;
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
+pub(super) use crate::cpu::Avx2Fma;
 
 #[cfg(test)]
 thread_local! {
@@ -29,7 +30,7 @@ pub(super) enum Isa {
     Baseline,
     /// AVX2 with fused multiply-add, checked present by [`Isa::detect`].
     #[cfg(target_arch = "x86_64")]
-    Avx2Fma,
+    Avx2Fma(Avx2Fma),
 }
 
 impl Isa {
@@ -44,9 +45,8 @@ impl Isa {
             return Isa::Baseline;
         }
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return Isa::Avx2Fma;
+        if let Some(proof) = Avx2Fma::detect() {
+            return Isa::Avx2Fma(proof);
         }
         Isa::Baseline
     }
@@ -56,10 +56,9 @@ impl Isa {
         match self {
             Isa::Baseline => kernel.run::<false, 16, 32>(block, None),
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Isa::Avx2Fma` is made only by `detect`, after
-            // `is_x86_feature_detected!` found both AVX2 and FMA on this CPU, which is all
-            // `run_avx2_fma` requires.
-            Isa::Avx2Fma => unsafe { run_avx2_fma(kernel, block) },
+            // SAFETY: `proof` exists only where the CPU has AVX2 and FMA (`cpu` rule 1),
+            // which is all `run_avx2_fma` requires.
+            Isa::Avx2Fma(proof) => unsafe { run_avx2_fma(kernel, block, proof) },
         }
     }
 }
@@ -72,8 +71,8 @@ impl Isa {
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>) -> BlockPartial {
-    kernel.run::<true, 16, 32>(block, Some(Avx2Fma(())))
+unsafe fn run_avx2_fma(kernel: &KmeansKernel, block: &Block<'_>, proof: Avx2Fma) -> BlockPartial {
+    kernel.run::<true, 16, 32>(block, Some(proof))
 }
 
 /// [`assign_lean`] for a block of little-endian records, by what `want` asks (each choice its
@@ -145,19 +144,13 @@ unsafe fn lean_avx2<
     assign_lean::<T, P, UPDATE, LABELS, D>(proof, data, first, d, c64, prep, bounds, partial)
 }
 
-/// Proof that the CPU has AVX2 and FMA: made only in [`run_avx2_fma`], after [`Isa::detect`].
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Avx2Fma(());
-
-impl Avx2Fma {
-    /// The proof, if [`Isa::detect`] chooses AVX2 and FMA on this CPU.
-    #[cfg(test)]
-    pub(super) fn detect() -> Option<Avx2Fma> {
+/// The proof, if [`Isa::detect`] chooses AVX2 and FMA (tests: it honours their switch).
+#[cfg(test)]
+pub(super) fn proof() -> Option<Avx2Fma> {
+    match Isa::detect() {
         #[cfg(target_arch = "x86_64")]
-        if Isa::detect() == Isa::Avx2Fma {
-            return Some(Avx2Fma(()));
-        }
-        None
+        Isa::Avx2Fma(proof) => Some(proof),
+        Isa::Baseline => None,
     }
 }
 

@@ -413,7 +413,7 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
 /// random tiles with a duplicated centre (exact ties).
 #[test]
 fn the_avx2_tile_gives_the_portable_bits() {
-    let Some(proof) = simd::Avx2Fma::detect() else {
+    let Some(proof) = simd::proof() else {
         eprintln!("no AVX2 + FMA here: nothing to compare");
         return;
     };
@@ -493,7 +493,7 @@ fn one_by_one_matches<T: kernel::Float + std::fmt::Debug, const P: usize>(
 /// The AVX2 record figures (distance, norm, sums) against the portable ones, bit for bit.
 #[test]
 fn the_avx2_row_gives_the_portable_bits() {
-    let Some(proof) = simd::Avx2Fma::detect() else {
+    let Some(proof) = simd::proof() else {
         eprintln!("no AVX2 + FMA here: nothing to compare");
         return;
     };
