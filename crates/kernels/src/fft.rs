@@ -162,8 +162,9 @@ pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
 
 /// The index of the plan that transforms `input` into `output` fastest: rounds of one call
 /// per plan, in turn, for `at_least` of wall time and at least [`PROBE_CALLS`] timed rounds
-/// (at most [`PROBE_ROUNDS_MAX`]); only the rounds begun in the second half of that time (and
-/// the fewest ones after it) are timed, and the least time of each plan's timed calls decides.
+/// (at most [`PROBE_ROUNDS_MAX`], the last [`PROBE_CALLS`] of them timed in any case); only the
+/// rounds begun in the second half of that time (and the fewest ones after it) are timed, and
+/// the least time of each plan's timed calls decides.
 /// The plans' shapes must match the buffers; `output` is overwritten. With one plan, returns 0
 /// without running it.
 ///
@@ -184,12 +185,14 @@ pub fn fastest(
     let started = std::time::Instant::now();
     let mut best = vec![std::time::Duration::MAX; plans.len()];
     let mut timed = 0;
-    for _ in 0..PROBE_ROUNDS_MAX {
+    for round in 0..PROBE_ROUNDS_MAX {
         let since = started.elapsed();
         if timed >= PROBE_CALLS && since >= at_least {
             break;
         }
-        let time = since >= at_least / 2;
+        // The last rounds are timed whatever the clock says: a cap reached before half the
+        // time would otherwise leave no timed call, and plan 0 chosen blind.
+        let time = since >= at_least / 2 || round + PROBE_CALLS >= PROBE_ROUNDS_MAX;
         for (plan, best) in plans.iter().zip(&mut best) {
             let t = std::time::Instant::now();
             plan.process(input, output)?;

@@ -7,7 +7,8 @@
 //! (the FFTs 29 %).
 //!
 //! The only `unsafe` code of this module: the intrinsics, behind the [`Avx2Fma`] proof that the
-//! CPU has them (`crate::cpu`), and the unaligned loads and stores of two values at offsets the loops bound.
+//! CPU has them (`crate::cpu`), and the unaligned loads and stores of two values at offsets the
+//! loops bound.
 //!
 //! # Contract
 //! 1. [`detect`] returns the proof of `crate::cpu` (the CPU runs AVX2 and FMA) unless
