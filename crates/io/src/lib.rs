@@ -95,7 +95,8 @@ pub use plan::{Extent, Plan, RecordLayout};
 pub use pool::HeldBytes;
 pub use stats::{Copies, FileAccess, RunStats};
 pub use sys::{
-    drop_from_page_cache, one_malloc_arena, prefetch, start_writeback, trim_malloc_arenas,
+    HugeSlice, Zeroed, drop_from_page_cache, one_malloc_arena, prefetch, start_writeback,
+    trim_malloc_arenas,
 };
 
 use std::path::PathBuf;
