@@ -344,8 +344,8 @@ impl Lookup {
         let dense = max < u32::MAX as u64 && max < 4 * n + (1 << 20);
         let words = max / 64 + 1;
         let res = dense.then(|| budget.reserve("the id lookup bitmap", words * 16).ok());
-        // On huge pages: with 4 KiB pages, 1024 of them at scale 24, most lookups also missed
-        // the TLB.
+        // On huge pages: in 4 KiB pages (1024 at scale 24) the random lookups also paid for
+        // the TLB's misses, and pass 2 took 7 % longer (bench/graph/README.md, session 25).
         let table = res.flatten().and_then(|r| {
             let mut t = sluice_io::HugeSlice::<[u64; 2]>::zeroed(words as usize).ok()?;
             for &v in &ids {
