@@ -258,6 +258,47 @@ def write_json(args, name: str, doc: dict) -> Path:
     return out
 
 
+class MemoryCgroup:
+    """A memory cgroup of `limit` bytes for the commands `wrap` is given: cgroup v2
+    (`memory.max`) where the machine has it, else v1's memory hierarchy
+    (`memory.limit_in_bytes`); none (and `note` says why) where neither can be made. `remove`
+    deletes it once its processes have ended."""
+
+    def __init__(self, limit: int, name: str):
+        self.path: Path | None = None
+        self.note = "no memory cgroup controller found"
+        for base, limit_file, marker in (
+                (Path("/sys/fs/cgroup"), "memory.max", "cgroup.controllers"),
+                (Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes", "memory.limit_in_bytes")):
+            if not (base / marker).exists():
+                continue
+            path = base / f"{name}-{os.getpid()}"
+            try:
+                path.mkdir()
+                (path / limit_file).write_text(str(limit))
+                self.path, self.note = path, f"{path} ({limit_file} = {limit})"
+                return
+            except OSError as e:
+                self.note = f"cannot create a memory cgroup under {base}: {e}"
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass
+
+    def wrap(self, argv: list) -> list:
+        """`argv` run inside the cgroup (as it is where there is none)."""
+        if not self.path:
+            return argv
+        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$@"', "sh", *argv]
+
+    def remove(self) -> None:
+        if self.path:
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
+
+
 def rotate(items: list, k: int) -> list:
     """Run order of repetition k: rotated so no contestant always goes first."""
     k %= len(items)
