@@ -370,6 +370,16 @@ impl Fft {
     }
 }
 
+/// `n` zeroed values on memory advised onto transparent huge pages, as `sluice fft` holds its
+/// input and output: buffers for [`Fft::process`] (`examples/fft_interleaved.rs` gives them to
+/// it, so that it runs there as it does in the CLI).
+pub fn buffer(n: usize) -> Result<Vec<Complex64>, std::collections::TryReserveError> {
+    let mut v = Vec::new();
+    huge::reserve_huge(&mut v, n)?;
+    v.resize(n, Complex64::default());
+    Ok(v)
+}
+
 /// The forward FFT of `data` in place on `p` processes (rule 1): a plan, one call, and a copy of
 /// the input (n values). Plan once with [`Fft::new`] to transform many vectors.
 pub fn fft(data: &mut [Complex64], p: usize) -> Result<(), Error> {
