@@ -138,11 +138,19 @@ pub const PROBE_MAX: usize = 1 << 18;
 /// Fewest values per process a probed p may leave.
 const PROBE_MIN_VALUES: usize = 1 << 12;
 
-/// Fewest timed rounds of [`fastest`] (one call per candidate each).
-pub const PROBE_CALLS: usize = 5;
+/// Fewest timed rounds of [`fastest`] (one turn of [`PROBE_TURN`] calls per candidate each).
+pub const PROBE_CALLS: usize = 3;
 
 /// Most rounds of [`fastest`], whatever its time.
 pub const PROBE_ROUNDS_MAX: usize = 2000;
+
+/// Calls of one candidate in a row in each round of [`fastest`]; the first of them is not
+/// timed.
+pub const PROBE_TURN: usize = 3;
+
+/// How much slower than the fastest candidate [`fastest`] lets a candidate of more processes be
+/// and still chooses it.
+pub const PROBE_PREFER_PARALLEL: f64 = 1.5;
 
 /// The process counts worth planning for n values on at most `max_p` processors: for
 /// n ≤ [`PROBE_MAX`], 1 and every larger valid p ≤ `max_p` leaving each process at least 2^12
@@ -160,19 +168,24 @@ pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
     ps
 }
 
-/// The index of the plan that transforms `input` into `output` fastest: rounds of one call
-/// per plan, in turn, for `at_least` of wall time and at least [`PROBE_CALLS`] timed rounds
-/// (at most [`PROBE_ROUNDS_MAX`], the last [`PROBE_CALLS`] of them timed in any case); only the
-/// rounds begun in the second half of that time (and the fewest ones after it) are timed, and
-/// the least time of each plan's timed calls decides.
+/// The index of the plan to keep for calls again and again: rounds in which each plan in turn
+/// makes [`PROBE_TURN`] calls in a row, for `at_least` of wall time and at least
+/// [`PROBE_CALLS`] timed rounds (at most [`PROBE_ROUNDS_MAX`], the last [`PROBE_CALLS`] of
+/// them timed in any case). Only the rounds begun in the second half of that time (and the
+/// fewest ones after it) are timed, and in each turn every call but the first. Of the plans
+/// whose least timed call is within [`PROBE_PREFER_PARALLEL`] times the least of all, the one
+/// of the most processes is chosen (the first of them on a tie).
 /// The plans' shapes must match the buffers; `output` is overwritten. With one plan, returns 0
 /// without running it.
 ///
-/// Why the untimed first half: on this project's 2-core virtual machines, a section's first
-/// calls after its threads sat idle (here, while the p = 1 candidate ran) took 520–680 µs at
-/// 2^16 against 260–330 µs once warm. Five calls each, as until session 23, then chose p = 1
-/// in 2 of 8 bench-like runs (after an FFTW process each), which then ran 350 µs a call for
-/// the whole run where p = 2 ran 250–300 µs in the others.
+/// Why: on this project's 2-core virtual machines a section's threads run their first calls
+/// slowly, and again after they sat idle (here, while another candidate ran): at 2^18, p = 2's
+/// first 10–25 calls took 2.5–4.6 ms and the next ones 1.5–1.75 ms, where p = 1 took 3–3.5 ms
+/// from the start (session 26). A probe of single calls in turn timed p = 2 only cold, and chose
+/// p = 1 at 2^18 in 13 of 20 runs, which then ran at half p = 2's speed. Turns of calls with the
+/// first untimed, and the margin for the larger p, keep the choice of p = 1 for a machine
+/// where p = 2 is slower by more than the cold calls explain (under load 10, 6.8 against
+/// 3.5 ms at 2^18).
 pub fn fastest(
     plans: &[Fft],
     input: &[Complex64],
@@ -194,15 +207,30 @@ pub fn fastest(
         // time would otherwise leave no timed call, and plan 0 chosen blind.
         let time = since >= at_least / 2 || round + PROBE_CALLS >= PROBE_ROUNDS_MAX;
         for (plan, best) in plans.iter().zip(&mut best) {
-            let t = std::time::Instant::now();
-            plan.process(input, output)?;
-            if time {
-                *best = (*best).min(t.elapsed());
+            for call in 0..PROBE_TURN {
+                let t = std::time::Instant::now();
+                plan.process(input, output)?;
+                if time && call > 0 {
+                    *best = (*best).min(t.elapsed());
+                }
             }
         }
         timed += usize::from(time);
     }
-    Ok(best.iter().enumerate().min_by_key(|&(_, t)| *t).map_or(0, |(i, _)| i))
+    Ok(prefer_parallel(plans.iter().map(Fft::procs).zip(best.iter().map(|t| t.as_secs_f64()))))
+}
+
+/// [`fastest`]'s choice from each plan's processes and least time: of the plans within
+/// [`PROBE_PREFER_PARALLEL`] times the least time, the index of the one of the most processes.
+fn prefer_parallel(plans: impl Iterator<Item = (usize, f64)> + Clone) -> usize {
+    let least = plans.clone().map(|(_, t)| t).fold(f64::INFINITY, f64::min);
+    let mut chosen = (0, 0);
+    for (i, (p, t)) in plans.enumerate() {
+        if t <= least * PROBE_PREFER_PARALLEL && p > chosen.1 {
+            chosen = (i, p);
+        }
+    }
+    chosen.0
 }
 
 /// Largest n for which the sequential path copies the input and transforms out of place; above

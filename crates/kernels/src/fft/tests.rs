@@ -146,6 +146,19 @@ fn rule6_candidates_are_valid_and_the_fastest_is_one_of_them() {
     assert!(rel_l2(&out, &naive(&x, Direction::Forward)) < 1e-12);
 }
 
+#[test]
+fn rule6_the_probe_keeps_more_processes_only_within_its_margin() {
+    let m = PROBE_PREFER_PARALLEL;
+    // p = 2 a little slower than p = 1 in the probe (its cold calls): p = 2.
+    assert_eq!(prefer_parallel([(1, 3.3e-3), (2, 3.3e-3 * m * 0.99)].into_iter()), 1);
+    // p = 2 slower by more than the margin (a loaded machine): p = 1.
+    assert_eq!(prefer_parallel([(1, 3.5e-3), (2, 6.8e-3)].into_iter()), 0);
+    // The fastest plan is kept whatever its p when nothing larger is within the margin.
+    assert_eq!(prefer_parallel([(1, 9.0), (2, 1.0), (4, 1.0 * m * 1.01)].into_iter()), 1);
+    // Of several within the margin, the most processes; the order of the plans does not matter.
+    assert_eq!(prefer_parallel([(4, 1.2), (1, 1.0), (2, 1.1)].into_iter()), 0);
+}
+
 /// The four-step transform of `x` by `plan`, on a section of the plan's p threads.
 fn four_step(plan: &fourstep::FourStep, x: &[Complex64]) -> Vec<Complex64> {
     let (n, p) = (x.len(), plan.p);
