@@ -22,9 +22,9 @@ pub(crate) struct FftArgs {
     /// Where to write the transform (`.npy` complex128).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
-    /// BSP processes: a power of two with p*p <= n [default: for n <= 2^18 the faster of the
-    /// valid p <= cores, timed on the input; above, the largest leaving each process at least
-    /// 2^18 values (SLUICE_BSP_MAX_P caps p)].
+    /// BSP processes: a power of two with p*p <= n [default: for n <= 2^18 the valid p <= cores
+    /// timed on the input, the largest within 1.5x of the fastest; above, the largest leaving
+    /// each process at least 2^18 values (SLUICE_BSP_MAX_P caps p)].
     #[arg(long, value_name = "P")]
     procs: Option<usize>,
     /// The inverse transform, scaled by 1/n (numpy.fft.ifft).

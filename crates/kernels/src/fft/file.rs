@@ -133,8 +133,8 @@ pub fn write_npy(path: &Path, data: &[Complex64]) -> Result<(), Error> {
 /// Options of [`fft_file`].
 #[derive(Debug, Clone, Default)]
 pub struct FileConfig {
-    /// Processes; `None`: the fastest of [`candidate_procs`] of n and the BSP root's processors
-    /// (`SLUICE_BSP_MAX_P`, else the hardware threads), timed on the input ([`fastest`]).
+    /// Processes; `None`: [`fastest`]'s choice of [`candidate_procs`] of n and the BSP root's
+    /// processors (`SLUICE_BSP_MAX_P`, else the hardware threads), timed on the input.
     pub procs: Option<usize>,
     /// Forward or inverse.
     pub direction: Direction,
