@@ -88,16 +88,19 @@ def data_dir(args) -> tuple[Path, bool]:
     return d, created
 
 
+def target_dir() -> Path:
+    """Cargo's target directory: $CARGO_TARGET_DIR (relative to the repository), else target/."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    return target if target.is_absolute() else REPO / target
+
+
 def find_sluice(args) -> Path:
     if args.sluice is not None:
         p = args.sluice.resolve()
         if not (p.is_file() and os.access(p, os.X_OK)):
             raise BenchError(f"--sluice {p} is not an executable file")
         return p
-    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-    if not target.is_absolute():
-        target = REPO / target
-    p = target / "release" / "sluice"
+    p = target_dir() / "release" / "sluice"
     if not p.is_file():
         log(f"[bench] {p} missing: cargo build --release -p sluice")
         r = subprocess.run(["cargo", "build", "--release", "-p", "sluice"], cwd=REPO)

@@ -292,8 +292,8 @@ fn run() -> Result<(), String> {
         .map(|&p| Fft::new(n, p, Direction::Forward))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let best = fft::fastest(&plans, &input, &mut output, Duration::from_millis(20))
-        .map_err(|e| e.to_string())?;
+    let best =
+        fft::fastest(&plans, &input, &mut output, fft::PROBE_TIME).map_err(|e| e.to_string())?;
     let plan = plans.swap_remove(best);
     drop(plans);
     let mut peers = Vec::new();

@@ -138,6 +138,11 @@ pub const PROBE_MAX: usize = 1 << 18;
 /// Fewest values per process a probed p may leave.
 const PROBE_MIN_VALUES: usize = 1 << 12;
 
+/// How long `sluice fft` (and `examples/fft_interleaved.rs`) runs [`fastest`] at least (half
+/// of it untimed): at 2^16 about 9 rounds of turns of p = 1 and p = 2; at 2^18 its fewest timed
+/// rounds take longer (the plan took 106–136 ms in all, session 26).
+pub const PROBE_TIME: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Fewest timed rounds of [`fastest`] (one turn of [`PROBE_TURN`] calls per candidate each).
 pub const PROBE_CALLS: usize = 3;
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sluice_io::{Budget, OutputFile, Reservation};
 
-use super::{Complex64, Direction, Fft, candidate_procs, fastest};
+use super::{Complex64, Direction, Fft, PROBE_TIME, candidate_procs, fastest};
 use crate::npy::{NpyDtype, NpyHeader, read_header_as};
 use crate::{Endian, Error};
 
@@ -211,11 +211,6 @@ pub fn fft_file(
     drop((out_reservation, plan_reservation, work_reservation));
     Ok(FileReport { n, procs: p, transform_times, plan_time, output: output.to_path_buf() })
 }
-
-/// How long [`fastest`] runs the candidates at least (half of it untimed): at 2^16 about 9 rounds
-/// of turns of p = 1 and p = 2; at 2^18 its fewest timed rounds take longer (the plan took
-/// 106–136 ms in all, session 26).
-const PROBE_TIME: Duration = Duration::from_millis(20);
 
 fn in_file(path: &Path, source: Error) -> Error {
     Error::InFile { path: path.to_path_buf(), source: Box::new(source) }
