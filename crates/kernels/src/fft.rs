@@ -187,11 +187,11 @@ pub fn candidate_procs(n: usize, max_p: usize) -> Vec<usize> {
 /// slowly, and again after they sat idle (here, while another candidate ran; at 2^16 the p = 2
 /// calls right after p = 1's took 517–684 µs against 263–450, session 23): at 2^18, p = 2's
 /// first 10–25 calls in a process took 2.5–7.4 ms and the later ones 1.5–1.75 ms (medians),
-/// where p = 1 took 3.0–4.1 ms from the start (session 26). A probe of single calls in turn timed p = 2 only cold, and chose
-/// p = 1 at 2^18 in 13 of 20 runs, which then ran at half p = 2's speed. Turns of calls with the
-/// first untimed, and the margin for the larger p, keep the choice of p = 1 for a machine
-/// where p = 2 is slower by more than the cold calls explain (under load 10, 6.8 against
-/// 3.5 ms at 2^18).
+/// where p = 1 took 3.0–4.1 ms from the start (session 26). A probe of single calls in turn
+/// timed p = 2 only cold, and chose p = 1 at 2^18 in 13 of 20 runs, which then ran at half
+/// p = 2's speed. Turns of calls with the first untimed, and the margin for the larger p, keep
+/// the choice of p = 1 for a machine where p = 2 is slower by more than the cold calls explain
+/// (under load 10, 6.8 against 3.5 ms at 2^18).
 pub fn fastest(
     plans: &[Fft],
     input: &[Complex64],
