@@ -32,7 +32,8 @@
 //!    started with the plan and kept (`section`), which join a fresh BSP section
 //!    ([`sluice_bsp::hook`]) on each call, so a call spawns no thread and allocates no buffer
 //!    after the first. There the processes share memory (`shared`): the redistribution of
-//!    step 2 is done by reading and writing shared buffers between syncs, not by puts. The
+//!    step 2 is done by reading and writing shared buffers between syncs, not by puts, and a
+//!    thread may run several of the algorithm's processes (its lanes, [`lanes_for`]). The
 //!    same steps with puts run from inside any BSP section (MPI included) with [`fft_spmd`],
 //!    which takes and returns the distributed vectors.
 //! 4. A plan keeps its buffers between calls (p > 1 or a four-step plan: n values of lanes,
@@ -239,6 +240,27 @@ fn prefer_parallel(plans: impl Iterator<Item = (usize, f64)> + Clone) -> usize {
     chosen.0
 }
 
+/// The lanes (the plan's processes, v) of a parallel plan of n values on p threads, each
+/// thread running v/p of them between the syncs (`shared`): 4 on p = 2 threads where that
+/// brings a lane from 2·[`LANE_MAX`] values down to [`LANE_MAX`] and the CPU runs the 4-row
+/// combine in registers (`simd::combine_quad`), else p. `SLUICE_FFT_LANES=0` keeps p (for
+/// benchmarks).
+///
+/// Why: rustfft's cost per n·log₂ n steps up past 2^16 values (1 MiB, the L2 cache of this
+/// project's machines; `sluice fft --procs 1` here: 297 µs at 2^16, 907 µs at 2^17), so two
+/// lanes of 2^16 per thread beat one of 2^17: at n = 2^18, p = 2, 781 against 875 µs and 934
+/// against 1021 µs a call (medians of 24 pairs of runs, won 19 and 17 of 24; session 29). Not
+/// at the other sizes measured, where the lanes were level or slower: 2^17 into 2^15 (1.018,
+/// 9 of 16), 2^19 and 2^20 into 4 lanes of 2^17 and 2^18 (0.975 and 0.960), 8 or 16 lanes of
+/// 2^16 with the general combine (0.79–0.82).
+pub fn lanes_for(n: usize, p: usize) -> usize {
+    let off = std::env::var_os("SLUICE_FFT_LANES").is_some_and(|v| v == "0");
+    if !off && p == 2 && n / p == 2 * LANE_MAX && simd::detect().is_some() { 4 } else { p }
+}
+
+/// Values in a lane of a parallel plan past which [`lanes_for`] splits it.
+pub const LANE_MAX: usize = 1 << 16;
+
 /// Largest n for which the sequential path copies the input and transforms out of place; above
 /// it, rustfft's immutable path (which saves the copy) is used. Medians of 30 calls, load 15, 2^16:
 /// copy 0.26–0.32 ms, immutable 0.33–0.34 ms (3 of 3 pairs); 2^22: copy 144–210 ms, immutable
@@ -294,7 +316,7 @@ impl Fft {
             };
             Kind::Sequential { fft: FftPlanner::new().plan_fft(n, dir), n, direction }
         } else {
-            Kind::Parallel(LocalFft::new(n, p, direction)?, Section::new(p)?)
+            Kind::Parallel(LocalFft::new(n, lanes_for(n, p), direction)?, Section::new(p)?)
         };
         let workspaces = (0..p).map(|_| Workspace::default()).collect();
         let state = State { workspaces, lanes: Vec::new() };
@@ -327,7 +349,7 @@ impl Fft {
     pub fn procs(&self) -> usize {
         match &self.kind {
             Kind::Sequential { .. } => 1,
-            Kind::Parallel(plan, _) => plan.procs(),
+            Kind::Parallel(_, section) => section.procs(),
             Kind::FourStep(plan, _) => plan.p,
         }
     }
@@ -346,7 +368,9 @@ impl Fft {
                 n + fft.get_outofplace_scratch_len()
             }
             Kind::Sequential { fft, .. } => fft.get_immutable_scratch_len(),
-            Kind::Parallel(plan, _) => plan.len() + plan.procs() * plan.shared_workspace_len(),
+            Kind::Parallel(plan, section) => {
+                plan.len() + section.procs() * plan.shared_workspace_len()
+            }
             Kind::FourStep(plan, _) => plan.n + plan.p * (plan.tile_len() + plan.scratch_len()),
         };
         (elems * std::mem::size_of::<Complex64>()) as u64

@@ -27,6 +27,8 @@ pub(super) struct Section {
     pool: rayon::ThreadPool,
     /// One handle per process; locked together for a whole call (rule 2).
     inits: Mutex<Vec<Init>>,
+    /// The processes, as many as `inits` holds (read without its lock).
+    p: usize,
 }
 
 impl Section {
@@ -38,7 +40,12 @@ impl Section {
             .build()
             .map_err(|_| Error::OutOfMemory { what: "threads", requested: p })?;
         let inits = Init::group_with(p as Pid, &ExecConfig::default());
-        Ok(Section { pool, inits: Mutex::new(inits) })
+        Ok(Section { pool, inits: Mutex::new(inits), p })
+    }
+
+    /// The processes p (threads, the caller included).
+    pub(super) fn procs(&self) -> usize {
+        self.p
     }
 
     /// Rule 1.

@@ -2,6 +2,9 @@
 //! of the section share the caller's memory: the redistribution is done by reading and writing
 //! shared buffers between syncs instead of by puts, and nothing is copied twice.
 //!
+//! The plan's p processes (its lanes) run on the section's q threads, p/q each (`fft::lanes_for`:
+//! p = 4 lanes on 2 threads at 2^18); below, "process s" is one lane, and a thread does the
+//! work of its lanes in each superstep (their parts are adjacent, so it takes them as one).
 //! With m = n/p and b = n/p² (as in the module docs of `fft`), in three supersteps:
 //! 1. Gather: process s reads its contiguous part x[s·m..(s+1)·m] once and deals it out to the
 //!    p lanes: lane t (m values of `lanes`) gets x[t + p·l] for l in s·b..(s+1)·b. Each input
@@ -25,7 +28,8 @@
 //!
 //! # Contract
 //! 1. `run` leaves in `output` the transform of `input` (rule 1 of `fft`), for any plan with
-//!    p > 1 and `input`, `output`, `lanes` of n values; `bufs` has p entries.
+//!    p > 1 and `input`, `output`, `lanes` of n values; `bufs` has one entry per thread of
+//!    `section`, q of them, q dividing p.
 //! 2. A process that fails or sees the cancel flag between supersteps returns an error; its
 //!    peers' next sync then fails, so every process stops and the section ends; `run` returns
 //!    only after every process returned.
@@ -62,44 +66,48 @@ pub(super) fn run(
     output: &mut [Complex64],
     cancel: Option<&AtomicBool>,
 ) -> Result<(), Error> {
-    let (n, p) = (plan.n, plan.p);
-    let (m, b) = (n / p, n / p / p);
-    assert!(input.len() == n && output.len() == n && lanes.len() == n && bufs.len() == p);
+    // v lanes (the plan's processes) on q threads, v/q lanes each (`lanes_for`).
+    let (n, v, q) = (plan.n, plan.p, bufs.len());
+    let (m, b) = (n / v, n / v / v);
+    assert!(input.len() == n && output.len() == n && lanes.len() == n);
+    assert!(q == section.procs() && v % q == 0, "shared::run: {v} lanes on {q} threads");
+    let share = v / q;
     let (lanes, out) = (View::new(lanes), View::new(output));
     on_each(section, bufs, |ctx, s, ws| {
         ws.scratch_mut(plan.scratch_len());
-        ws.tile_mut(TILE * p);
-        // Superstep 1: deal x[s·m..(s+1)·m] out to the lanes.
+        ws.tile_mut(TILE * v);
+        // Superstep 1: thread s's lanes s·share.. deal x[s·share·m..(s+1)·share·m] out to
+        // the v lanes.
         {
-            let mut dst = Vec::with_capacity(p);
-            for t in 0..p {
-                // SAFETY: (rule 3) process s takes values s·b..(s+1)·b of each lane t; these
-                // p·p ranges are disjoint across t and s, and dropped before the sync.
-                dst.push(unsafe { lanes.part(t * m + s * b, b) });
+            let mut dst = Vec::with_capacity(v);
+            for t in 0..v {
+                // SAFETY: (rule 3) thread s takes values s·share·b..(s+1)·share·b of each lane
+                // t; these ranges are disjoint across t and s, and dropped before the sync.
+                dst.push(unsafe { lanes.part(t * m + s * share * b, share * b) });
             }
-            gather(plan, &input[s * m..(s + 1) * m], &mut dst);
+            gather(plan, &input[s * share * m..(s + 1) * share * m], &mut dst);
         }
         check_cancel(cancel)?;
         ctx.sync()?;
-        // Superstep 2: output row s = FFT_m(lane s).
-        {
-            // SAFETY: (rule 3) process s takes lane s and output row s whole; rows of
-            // different s are disjoint, and both are dropped before the sync.
-            let (lane, row) = unsafe { (lanes.part(s * m, m), out.part(s * m, m)) };
+        // Superstep 2: output row r = FFT_m(lane r) for thread s's lanes r.
+        for r in s * share..(s + 1) * share {
+            // SAFETY: (rule 3) thread s takes its lanes and output rows whole; rows of
+            // different threads are disjoint, and both are dropped before the sync.
+            let (lane, row) = unsafe { (lanes.part(r * m, m), out.part(r * m, m)) };
             let scratch = ws.scratch_mut(plan.scratch_len());
             plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
         }
         check_cancel(cancel)?;
         ctx.sync()?;
-        // Superstep 3: column block s of every row, in place.
-        let mut cols = Vec::with_capacity(p);
-        for r in 0..p {
-            // SAFETY: (rule 3) process s takes columns s·b..(s+1)·b of each output row r;
-            // blocks of different s are disjoint, and all are dropped when this closure
-            // returns, before the section ends.
-            cols.push(unsafe { out.part(r * m + s * b, b) });
+        // Superstep 3: columns s·share·b..(s+1)·share·b of every row, in place.
+        let mut cols = Vec::with_capacity(v);
+        for r in 0..v {
+            // SAFETY: (rule 3) thread s takes its column block of each output row r; blocks
+            // of different s are disjoint, and all are dropped when this closure returns,
+            // before the section ends.
+            cols.push(unsafe { out.part(r * m + s * share * b, share * b) });
         }
-        plan.combine_in_place(s * b, &mut cols, ws.tile_mut(TILE * p));
+        plan.combine_in_place(s * share * b, &mut cols, ws.tile_mut(TILE * v));
         Ok(())
     })
 }
@@ -184,6 +192,10 @@ fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
     let p = dst.len();
     if let ([d0, d1], Some(proof)) = (&mut *dst, plan.simd) {
         super::simd::deal_pair(proof, src, d0, d1);
+        return;
+    }
+    if let ([d0, d1, d2, d3], Some(proof)) = (&mut *dst, plan.simd) {
+        super::simd::deal_quad(proof, src, [d0, d1, d2, d3]);
         return;
     }
     if p == 2 {

@@ -28,6 +28,10 @@
 //!    `d1[c] = src[c·stride + at + 1]·f` for every `c < d0.len()` (`f` = `scale`, or no
 //!    product where it is `None`), written with non-temporal stores where both are 16-byte
 //!    aligned (the caller fences); without a scale, bit for bit.
+//! 7. [`combine_quad`] gives [`quad`]'s values for each column i of the four rows (t_r =
+//!    base_r·steps_r[i]), times `scale` where it is `Some`, with each complex product rounded
+//!    once per component: within an ulp or two of the portable arithmetic.
+//! 8. [`deal_quad`] gives `d[t][l] = src[4l + t]` for t < 4, bit for bit, as the portable loop.
 
 #![allow(unsafe_code)]
 
@@ -78,6 +82,19 @@ pub(super) fn deal_pair(
     let _ = (src, d0, d1);
 }
 
+/// Rule 8. `src` holds `4·d[0].len()` values; every `d[t]` is as long as `d[0]`.
+pub(super) fn deal_quad(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; 4]) {
+    let n = d[0].len();
+    assert!(src.len() == 4 * n && d.iter().all(|x| x.len() == n));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
+    unsafe {
+        deal_quad_avx2(src, d);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, d);
+}
+
 /// Rule 3, for one tile: `a[i], c[i] ← (u + v)·f, (u − v)·f` with `u = a[i]`,
 /// `v = c[i]·(base·steps[i])` and `f = scale` (or no product where `scale` is `None`).
 pub(super) fn combine_pair(
@@ -100,6 +117,44 @@ pub(super) fn combine_pair(
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (a, c, steps, base, scale);
+}
+
+/// Rule 7, for one tile: `rows[0..4]` of equal length, `steps[r]` the tile's steps of row r
+/// (at least as long), `base[r]` = ω_n^{r·k} for the tile's first column k (`base[0]` unused),
+/// `inverse` picks ω_4 = +i (else −i).
+pub(super) fn combine_quad(
+    _proof: Avx2Fma,
+    rows: [&mut [Complex64]; 4],
+    steps: [&[Complex64]; 4],
+    base: [Complex64; 4],
+    inverse: bool,
+    scale: Option<f64>,
+) {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are checked
+    // above.
+    unsafe {
+        match (inverse, scale) {
+            (false, None) => combine_quad_fma::<false, false>(rows, steps, base, 1.0),
+            (false, Some(f)) => combine_quad_fma::<false, true>(rows, steps, base, f),
+            (true, None) => combine_quad_fma::<true, false>(rows, steps, base, 1.0),
+            (true, Some(f)) => combine_quad_fma::<true, true>(rows, steps, base, f),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (rows, steps, base, inverse, scale);
+}
+
+/// The portable arithmetic of [`combine_quad`] for one column: `a[r]` the column's values,
+/// `t[r]` = ω_n^{r·k} (`t[0]` unused); returns outputs k2 = 0..4.
+pub(super) fn quad(a: [Complex64; 4], t: [Complex64; 4], inverse: bool) -> [Complex64; 4] {
+    let (v0, v1, v2, v3) = (a[0], a[1] * t[1], a[2] * t[2], a[3] * t[3]);
+    let (s02, d02, s13, d13) = (v0 + v2, v0 - v2, v1 + v3, v1 - v3);
+    // ω_4·d13: −i·d13 forward, +i·d13 inverse.
+    let w = if inverse { Complex64::new(-d13.im, d13.re) } else { Complex64::new(d13.im, -d13.re) };
+    [s02 + s13, d02 + w, s02 - s13, d02 - w]
 }
 
 /// Rule 4. `b` is as long as `a`, and `dst` holds every index written.
@@ -308,6 +363,45 @@ unsafe fn twiddle_rows_fma(
     }
 }
 
+/// # Safety
+/// AVX2 must run; `src.len() == 4·n` and every `d[t]` holds n values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn deal_quad_avx2(src: &[Complex64], d: [&mut [Complex64]; 4]) {
+    let n = d[0].len();
+    let ps = src.as_ptr().cast::<f64>();
+    let [d0, d1, d2, d3] = d;
+    let pd: [*mut f64; 4] = [
+        d0.as_mut_ptr().cast(),
+        d1.as_mut_ptr().cast(),
+        d2.as_mut_ptr().cast(),
+        d3.as_mut_ptr().cast(),
+    ];
+    let mut l = 0;
+    while l + 2 <= n {
+        // SAFETY: values 4l..4l + 8 of `src` and l..l + 2 of each lane lie inside them (l + 2 ≤
+        // n); value i starts at f64 offset 2i.
+        unsafe {
+            // Rows l and l + 1 of the 4-value rows: [x0 x1] [x2 x3] and [x4 x5] [x6 x7].
+            let a = _mm256_loadu_pd(ps.add(8 * l));
+            let b = _mm256_loadu_pd(ps.add(8 * l + 4));
+            let c = _mm256_loadu_pd(ps.add(8 * l + 8));
+            let e = _mm256_loadu_pd(ps.add(8 * l + 12));
+            _mm256_storeu_pd(pd[0].add(2 * l), _mm256_permute2f128_pd::<0x20>(a, c));
+            _mm256_storeu_pd(pd[1].add(2 * l), _mm256_permute2f128_pd::<0x31>(a, c));
+            _mm256_storeu_pd(pd[2].add(2 * l), _mm256_permute2f128_pd::<0x20>(b, e));
+            _mm256_storeu_pd(pd[3].add(2 * l), _mm256_permute2f128_pd::<0x31>(b, e));
+        }
+        l += 2;
+    }
+    if l < n {
+        for (t, p) in pd.into_iter().enumerate() {
+            // SAFETY: value l lies inside every lane (l < n) and 4l + t inside `src`.
+            unsafe { *p.cast::<Complex64>().add(l) = src[4 * l + t] };
+        }
+    }
+}
+
 /// Two complex products, `[x0·y0, x1·y1]` with one rounding per component.
 ///
 /// # Safety
@@ -359,6 +453,90 @@ unsafe fn combine_pair_fma<const SCALED: bool>(
     if i < n {
         let (u, v) = (a[i], c[i] * (base * steps[i]));
         (a[i], c[i]) = if SCALED { ((u + v) * f, (u - v) * f) } else { (u + v, u - v) };
+    }
+}
+
+/// # Safety
+/// AVX2 and FMA must run; every row as long as `rows[0]`, and `steps[1..]` at least as long.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn combine_quad_fma<const INVERSE: bool, const SCALED: bool>(
+    rows: [&mut [Complex64]; 4],
+    steps: [&[Complex64]; 4],
+    base: [Complex64; 4],
+    f: f64,
+) {
+    let n = rows[0].len();
+    let p: [*mut f64; 4] = [
+        rows[0].as_mut_ptr().cast(),
+        rows[1].as_mut_ptr().cast(),
+        rows[2].as_mut_ptr().cast(),
+        rows[3].as_mut_ptr().cast(),
+    ];
+    let ps: [*const f64; 4] = [
+        steps[0].as_ptr().cast(),
+        steps[1].as_ptr().cast(),
+        steps[2].as_ptr().cast(),
+        steps[3].as_ptr().cast(),
+    ];
+    let b = base.map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
+    let fv = _mm256_set1_pd(f);
+    // ω_4·d: the components swapped, then one of them negated (−i·d forward, +i·d inverse).
+    let flip = if INVERSE {
+        _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
+    } else {
+        _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
+    };
+    let mut i = 0;
+    while i + 2 <= n {
+        // SAFETY: values i..i + 2 of every row and of `steps[1..]` lie inside them (i + 2 ≤
+        // n); value i starts at f64 offset 2i.
+        unsafe {
+            let v0 = _mm256_loadu_pd(p[0].add(2 * i));
+            let v1 = mul2(
+                _mm256_loadu_pd(p[1].add(2 * i)),
+                mul2(b[1], _mm256_loadu_pd(ps[1].add(2 * i))),
+            );
+            let v2 = mul2(
+                _mm256_loadu_pd(p[2].add(2 * i)),
+                mul2(b[2], _mm256_loadu_pd(ps[2].add(2 * i))),
+            );
+            let v3 = mul2(
+                _mm256_loadu_pd(p[3].add(2 * i)),
+                mul2(b[3], _mm256_loadu_pd(ps[3].add(2 * i))),
+            );
+            let (s02, d02) = (_mm256_add_pd(v0, v2), _mm256_sub_pd(v0, v2));
+            let (s13, d13) = (_mm256_add_pd(v1, v3), _mm256_sub_pd(v1, v3));
+            let w = _mm256_xor_pd(_mm256_permute_pd::<0b0101>(d13), flip);
+            let mut y = [
+                _mm256_add_pd(s02, s13),
+                _mm256_add_pd(d02, w),
+                _mm256_sub_pd(s02, s13),
+                _mm256_sub_pd(d02, w),
+            ];
+            if SCALED {
+                y = y.map(|v| _mm256_mul_pd(v, fv));
+            }
+            for (r, v) in y.into_iter().enumerate() {
+                _mm256_storeu_pd(p[r].add(2 * i), v);
+            }
+        }
+        i += 2;
+    }
+    if i < n {
+        let t = [
+            Complex64::default(),
+            base[1] * steps[1][i],
+            base[2] * steps[2][i],
+            base[3] * steps[3][i],
+        ];
+        // SAFETY: value i lies inside every row (i < n).
+        let a = unsafe { [0, 1, 2, 3].map(|r| *p[r].cast::<Complex64>().add(i)) };
+        let y = quad(a, t, INVERSE);
+        for (r, v) in y.into_iter().enumerate() {
+            // SAFETY: as above.
+            unsafe { *p[r].cast::<Complex64>().add(i) = if SCALED { v * f } else { v } };
+        }
     }
 }
 
@@ -459,6 +637,55 @@ mod tests {
                 let (x, y) = ((a0[i] + v) * f, (a0[i] - v) * f);
                 let tol = 8.0 * f64::EPSILON * f * (a0[i].norm() + v.norm());
                 assert!((a[i] - x).norm() <= tol && (c[i] - y).norm() <= tol, "n {n} i {i}");
+            }
+        }
+    }
+
+    /// Rule 7 against the portable `quad`: within a few ulps of each column's magnitude, both
+    /// directions, scaled and not, odd and even lengths.
+    #[test]
+    fn rule7_the_quad_combine_is_the_portable_arithmetic_within_ulps() {
+        let Some(proof) = detect() else { return };
+        for (n, scale, inverse) in [
+            (1, None, false),
+            (2, None, true),
+            (7, Some(0.125), false),
+            (256, None, false),
+            (255, Some(3e-5), true),
+        ] {
+            let a0: Vec<Vec<Complex64>> = (0..4).map(|r| values(n, 10 + r)).collect();
+            let steps: Vec<Vec<Complex64>> = (0..4).map(|r| values(n, 20 + r)).collect();
+            let base = [0.0, 0.3, -1.1, 2.5].map(|a| Complex64::from_polar(1.0, a));
+            let mut rows = a0.clone();
+            let [r0, r1, r2, r3] = &mut rows[..] else { unreachable!("four rows") };
+            let st = [&steps[0][..], &steps[1][..], &steps[2][..], &steps[3][..]];
+            combine_quad(proof, [r0, r1, r2, r3], st, base, inverse, scale);
+            let f = scale.unwrap_or(1.0);
+            for i in 0..n {
+                let t = [0, 1, 2, 3].map(|r| base[r] * steps[r][i]);
+                let want = quad([0, 1, 2, 3].map(|r| a0[r][i]), t, inverse);
+                let size: f64 = (0..4).map(|r| a0[r][i].norm() * t[r].norm().max(1.0)).sum();
+                for r in 0..4 {
+                    let tol = 16.0 * f64::EPSILON * f * size;
+                    assert!((rows[r][i] - want[r] * f).norm() <= tol, "n {n} i {i} row {r}");
+                }
+            }
+        }
+    }
+
+    /// Rule 8 against the plain deinterleave, odd and even lengths.
+    #[test]
+    fn rule8_the_quad_deal_is_the_plain_deinterleave() {
+        let Some(proof) = detect() else { return };
+        for n in [1, 2, 3, 64, 129] {
+            let src = values(4 * n, 40);
+            let mut lanes = vec![vec![Complex64::default(); n]; 4];
+            let [a, b, c, d] = &mut lanes[..] else { unreachable!("four lanes") };
+            deal_quad(proof, &src, [a, b, c, d]);
+            for (t, lane) in lanes.iter().enumerate() {
+                for (l, v) in lane.iter().enumerate() {
+                    assert_eq!(*v, src[4 * l + t], "n {n} lane {t} value {l}");
+                }
             }
         }
     }

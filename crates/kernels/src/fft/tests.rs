@@ -249,3 +249,54 @@ fn the_portable_and_the_simd_loops_give_the_same_transforms() {
         }
     }
 }
+
+/// `shared::run` with several lanes per thread (p lanes on q threads, `lanes_for`) gives the
+/// DFT, with the portable and the SIMD loops (the 4-row combine runs in registers), both
+/// directions; and the plan `Fft::new` makes at 2^18 on 2 threads gives rustfft's result.
+#[test]
+fn several_lanes_per_thread_give_the_dft() {
+    for k in [4, 6, 9, 12] {
+        let n = 1usize << k;
+        let x = random(n, 500 + k as u64);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let want = naive(&x, direction);
+            for portable in [true, false] {
+                simd::PORTABLE.with(|c| c.set(portable));
+                for (v, q) in [(4, 1), (4, 2), (8, 2), (8, 4), (4, 4), (16, 2)] {
+                    if v * v > n {
+                        continue;
+                    }
+                    let plan = LocalFft::new(n, v, direction).unwrap();
+                    let section = section::Section::new(q).unwrap();
+                    let mut bufs: Vec<spmd::Workspace> =
+                        (0..q).map(|_| Default::default()).collect();
+                    let (mut lanes, mut y) =
+                        (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+                    shared::run(&plan, &section, &mut bufs, &mut lanes, &x, &mut y, None).unwrap();
+                    let err = rel_l2(&y, &want);
+                    assert!(
+                        err < 1e-12,
+                        "n {n} {v} lanes on {q} threads {direction:?} portable {portable}: {err}"
+                    );
+                }
+            }
+            simd::PORTABLE.with(|c| c.set(false));
+        }
+    }
+    let n = 1usize << 18;
+    // `simd::detect`, as `lanes_for` sees it (`SLUICE_FFT_BASELINE=1` turns the kernels off).
+    let simd =
+        simd::detect().is_some() && std::env::var_os("SLUICE_FFT_LANES").is_none_or(|v| v != "0");
+    assert_eq!(lanes_for(n, 2), if simd { 4 } else { 2 });
+    assert_eq!((lanes_for(n / 2, 2), lanes_for(n * 2, 2), lanes_for(n, 4)), (2, 2, 4));
+    let x = random(n, 600);
+    for direction in [Direction::Forward, Direction::Inverse] {
+        let (mut want, mut got) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+        Fft::new(n, 1, direction).unwrap().process(&x, &mut want).unwrap();
+        let plan = Fft::new(n, 2, direction).unwrap();
+        assert_eq!(plan.procs(), 2);
+        plan.process(&x, &mut got).unwrap();
+        let err = rel_l2(&got, &want);
+        assert!(err < 1e-14, "2^18 on 2 threads {direction:?}: {err}");
+    }
+}
