@@ -33,6 +33,9 @@ fn the_demo_names_the_read_path_of_every_pass_and_its_total_time() {
         let named = ["from the page cache", "from the device", "through the page cache"];
         assert!(named.iter().any(|n| line.contains(n)), "no read path in {line:?}");
         assert!(!line.contains("GB/s"), "decimal units in {line:?}");
+        // A multi-pass graph run whose later passes came from the block cache keeps the
+        // engine of the passes that read (it printed "(engine )" until session 30).
+        assert!(!line.contains("(engine )") && !line.contains("( "), "blank setting in {line:?}");
     }
     // The array is read twice: warm (just written) and again after its pages were dropped.
     assert!(text.contains("again after dropping the file from the page cache"), "{text}");

@@ -74,14 +74,20 @@ pub struct RunStats {
 impl RunStats {
     /// Adds the figures of `other`, a later run, to these: bytes, copies, wall and busy seconds
     /// are summed (busy times and block counts per thread index), the bandwidth is recomputed, and
-    /// the settings (engine, backend, direct mode, block size, queue depth) become `other`'s.
+    /// the settings (engine, backend, direct mode, block size, queue depth) become `other`'s,
+    /// unless `other` ran no pipeline (no engine: a pass served from memory, such as a graph's
+    /// block cache), whose empty settings would hide those of the passes that read.
     /// `files` keeps the first run's list when it has one: a multi-pass algorithm reads the same
     /// files in every pass.
     pub fn merge(&mut self, other: &RunStats) {
-        self.engine.clone_from(&other.engine);
-        self.backend.clone_from(&other.backend);
-        self.fallback_reason.clone_from(&other.fallback_reason);
-        self.direct.clone_from(&other.direct);
+        if !other.engine.is_empty() {
+            self.engine.clone_from(&other.engine);
+            self.backend.clone_from(&other.backend);
+            self.fallback_reason.clone_from(&other.fallback_reason);
+            self.direct.clone_from(&other.direct);
+            self.block_size = other.block_size;
+            self.queue_depth = other.queue_depth;
+        }
         if self.files.is_empty() {
             self.files.clone_from(&other.files);
         }
@@ -89,8 +95,6 @@ impl RunStats {
         self.mapped_bytes += other.mapped_bytes;
         self.seconds += other.seconds;
         self.bandwidth_bytes_per_s = self.bytes_read as f64 / self.seconds.max(1e-9);
-        self.block_size = other.block_size;
-        self.queue_depth = other.queue_depth;
         add_per_thread(&mut self.io_busy_seconds, &other.io_busy_seconds);
         add_per_thread(&mut self.compute_busy_seconds, &other.compute_busy_seconds);
         add_per_thread(&mut self.blocks_per_worker, &other.blocks_per_worker);
@@ -144,5 +148,22 @@ mod tests {
         assert_eq!(acc.blocks_per_worker, vec![4, 4]);
         assert_eq!(acc.copies, Copies { seam_bytes: 2, user_copy_bytes: 4, page_cache_bytes: 40 });
         assert_eq!(acc.engine, "ioc");
+    }
+
+    /// A pass that ran no pipeline (`RunStats::default()`, a graph pass from the block cache)
+    /// adds its seconds but keeps the settings of the passes that read; the first pass that
+    /// read sets them on an empty accumulator.
+    #[test]
+    fn merge_keeps_the_settings_of_the_passes_that_read() {
+        let mut first = run(100, 100, 1.0, &[0.5], &[3]);
+        (first.backend, first.direct, first.block_size) = ("io_uring".into(), "auto".into(), 4096);
+        let memory = RunStats { seconds: 0.5, ..RunStats::default() };
+        let mut acc = RunStats::default();
+        for r in [&memory, &first, &memory] {
+            acc.merge(r);
+        }
+        assert_eq!((acc.engine.as_str(), acc.backend.as_str()), ("ioc", "io_uring"));
+        assert_eq!((acc.direct.as_str(), acc.block_size), ("auto", 4096));
+        assert_eq!((acc.bytes_read, acc.seconds), (100, 2.0));
     }
 }
