@@ -341,6 +341,15 @@ pub(crate) enum Layout {
 /// A pass's figures (bytes, time, bandwidth, read path, copies) as text, newline-terminated: the
 /// one printer of [`RunStats`] in the CLI. Sizes and rates are in binary units everywhere.
 pub(crate) fn run_figures(run: &RunStats, layout: Layout) -> String {
+    // No pipeline ran (every pass was served from memory, as a graph's block cache does): no
+    // read path, engine or copies to name.
+    if run.engine.is_empty() {
+        let what = "nothing read from the files: every pass took its data from memory";
+        return match layout {
+            Layout::Row => format!("read             {what}\n"),
+            Layout::Indented => format!("   {what}\n"),
+        };
+    }
     let c = &run.copies;
     let (read, rate) = (bytes(run.bytes_read), bytes(run.bandwidth_bytes_per_s as u64));
     match layout {
@@ -491,5 +500,19 @@ mod tests {
         assert_eq!(bytes(1023), "1023 B");
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+
+    /// A run no pipeline made (passes from memory) names no read path, engine or copies, in
+    /// either layout; a run the pipeline made names its engine.
+    #[test]
+    fn a_run_without_a_pipeline_says_it_read_nothing() {
+        for layout in [Layout::Row, Layout::Indented] {
+            let text = run_figures(&RunStats::default(), layout);
+            assert!(text.contains("nothing read from the files"), "{text}");
+            assert!(!text.contains("engine") && !text.contains("( "), "{text}");
+            let read = RunStats { engine: "ioc".into(), bytes_read: 4096, ..RunStats::default() };
+            let text = run_figures(&read, layout);
+            assert!(text.contains("engine ioc") && text.contains("4.0 KiB"), "{text}");
+        }
     }
 }

@@ -204,12 +204,7 @@ fn report_pass(g: &Graph, name: &str, start: Instant) -> anyhow::Result<()> {
         common::rate(st.edges_streamed as f64 / secs.max(1e-9), "edges"),
         st.run.bytes_read as f64 / st.edges_streamed.max(1) as f64
     );
-    // A pass served from the block cache runs no pipeline: it has no read path to name.
-    if st.run.engine.is_empty() && st.run.bytes_read == 0 {
-        say!("   nothing read from the files: every pass took its edges from memory");
-    } else {
-        print_run(&st.run)?;
-    }
+    print_run(&st.run)?;
     if st.cache_bytes > 0 {
         say!("   {} of edges from the block cache (memory)", common::bytes(st.cache_bytes));
     }
