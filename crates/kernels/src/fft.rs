@@ -46,6 +46,7 @@
 //! 6. [`candidate_procs`] and [`fastest`] pick p by timing the candidates on the caller's data
 //!    where the best p depends on the machine's load (n ≤ [`PROBE_MAX`]).
 
+mod crew;
 mod exchange;
 pub mod file;
 mod fourstep;
