@@ -242,25 +242,28 @@ fn prefer_parallel(plans: impl Iterator<Item = (usize, f64)> + Clone) -> usize {
 }
 
 /// The lanes (the plan's processes, v) of a parallel plan of n values on p threads, each
-/// thread running v/p of them between the syncs (`shared`): 4 on p = 2 threads where that
-/// brings a lane from 2·[`LANE_MAX`] values down to [`LANE_MAX`] and the CPU runs the 4-row
-/// combine in registers (`simd::combine_quad`), else p. `SLUICE_FFT_LANES=0` keeps p (for
-/// benchmarks).
+/// thread running v/p of them between the syncs (`shared`): 4 on p = 2 threads where a lane
+/// keeps at least [`LANE_MIN`] values and the CPU runs the 4-row combine in registers
+/// (`simd::combine_quad`), else p. `SLUICE_FFT_LANES=0` keeps p (for benchmarks).
 ///
-/// Why: rustfft's cost per n·log₂ n steps up past 2^16 values (1 MiB, the L2 cache of this
-/// project's machines; `sluice fft --procs 1` here: 297 µs at 2^16, 907 µs at 2^17), so two
-/// lanes of 2^16 per thread beat one of 2^17: at n = 2^18, p = 2, 781 against 875 µs and 934
-/// against 1021 µs a call (medians of 24 pairs of runs, won 19 and 17 of 24; session 29). Not
-/// at the other sizes measured, where the lanes were level or slower: 2^17 into 2^15 (1.018,
-/// 9 of 16), 2^19 and 2^20 into 4 lanes of 2^17 and 2^18 (0.975 and 0.960), 8 or 16 lanes of
-/// 2^16 with the general combine (0.79–0.82).
+/// Why: rustfft's cost per n·log₂ n grows with n through this range (`sluice fft --procs 1`,
+/// session 31's Intel host: 0.212 ns at 2^14, 0.228 at 2^15, 0.267 at 2^16, 0.337 at 2^17),
+/// and two lanes of m/2 per thread cost less than one of m by more than the 4-row combine adds
+/// over the 2-row one. `bench/kernels/fft_ab`, p = 2, 4 lanes against 2 (t_2 / t_4, medians of
+/// 6–8 ABBA pairs): session 31 (Intel, 2 vCPUs, L2 2 MiB) 2^16 1.18 and 1.16, 2^17 1.10,
+/// 2^19 1.16, 2^20 1.11, and 2^18 1.13; sessions 29–30 (AMD EPYC, L2 1 MiB) 2^16 1.01,
+/// 2^17 1.00, 2^18 1.12 and 1.09, 2^19 0.975, 2^20 0.960. Taken at every size: a few per cent
+/// lost at 2^19–2^20 on the AMD hosts, where sluice led FFTW by 18–32 %, against 10–18 %
+/// won on the Intel one. 8 or 16 lanes with the general combine were slower (0.79–0.82 at
+/// 2^18, AMD).
 pub fn lanes_for(n: usize, p: usize) -> usize {
     let off = std::env::var_os("SLUICE_FFT_LANES").is_some_and(|v| v == "0");
-    if !off && p == 2 && n / p == 2 * LANE_MAX && simd::detect().is_some() { 4 } else { p }
+    if !off && p == 2 && n / 4 >= LANE_MIN && simd::detect().is_some() { 4 } else { p }
 }
 
-/// Values in a lane of a parallel plan past which [`lanes_for`] splits it.
-pub const LANE_MAX: usize = 1 << 16;
+/// Fewest values in a lane that [`lanes_for`] makes (below 2^16 values the split was not
+/// measured).
+pub const LANE_MIN: usize = 1 << 14;
 
 /// Largest n for which the sequential path copies the input and transforms out of place; above
 /// it, rustfft's immutable path (which saves the copy) is used. Medians of 30 calls, load 15, 2^16:

@@ -287,8 +287,10 @@ fn several_lanes_per_thread_give_the_dft() {
     // `simd::detect`, as `lanes_for` sees it (`SLUICE_FFT_BASELINE=1` turns the kernels off).
     let simd =
         simd::detect().is_some() && std::env::var_os("SLUICE_FFT_LANES").is_none_or(|v| v != "0");
-    assert_eq!(lanes_for(n, 2), if simd { 4 } else { 2 });
-    assert_eq!((lanes_for(n / 2, 2), lanes_for(n * 2, 2), lanes_for(n, 4)), (2, 2, 4));
+    for k in 16..=20 {
+        assert_eq!(lanes_for(1 << k, 2), if simd { 4 } else { 2 }, "2^{k}");
+    }
+    assert_eq!((lanes_for(1 << 15, 2), lanes_for(n, 4)), (2, 4));
     let x = random(n, 600);
     for direction in [Direction::Forward, Direction::Inverse] {
         let (mut want, mut got) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
