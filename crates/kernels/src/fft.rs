@@ -121,13 +121,19 @@ pub fn default_procs(n: usize, max_p: usize) -> usize {
 /// 2^22 on the four-step was faster at both (its module docs give the figures).
 pub const FOUR_STEP_MIN: usize = 1 << 21;
 
-/// Whether [`Fft::new`] plans n values as a four-step transform (any p): n ≥
-/// [`FOUR_STEP_MIN`], unless `SLUICE_FFT_FOUR_STEP=0` (for benchmarks; `=1` forces it at every
-/// n).
-fn four_step(n: usize) -> bool {
+/// [`FOUR_STEP_MIN`] for a plan of 8 lanes ([`lanes_for`]): lanes of 2^18 values at 2^21 still
+/// beat the four-step (session 32, Intel, `bench/kernels/fft_ab`, p = 2, 6 ABBA pairs:
+/// t_fourstep / t_8lanes 1.19 at 2^21, won 6 of 6; 0.99 at 2^22, won 3 of 6).
+pub const FOUR_STEP_MIN_LANES: usize = 1 << 22;
+
+/// Whether [`Fft::new`] plans n values on p threads as a four-step transform: n ≥
+/// [`FOUR_STEP_MIN`] ([`FOUR_STEP_MIN_LANES`] where the parallel plan would take 8 lanes),
+/// unless `SLUICE_FFT_FOUR_STEP=0` (for benchmarks; `=1` forces it at every n).
+fn four_step(n: usize, p: usize) -> bool {
     match std::env::var("SLUICE_FFT_FOUR_STEP").as_deref() {
         Ok("0") => false,
         Ok("1") => true,
+        _ if lanes_for(n, p) == 8 => n >= FOUR_STEP_MIN_LANES,
         _ => n >= FOUR_STEP_MIN,
     }
 }
@@ -242,28 +248,33 @@ fn prefer_parallel(plans: impl Iterator<Item = (usize, f64)> + Clone) -> usize {
 }
 
 /// The lanes (the plan's processes, v) of a parallel plan of n values on p threads, each
-/// thread running v/p of them between the syncs (`shared`): 4 on p = 2 threads where a lane
-/// keeps at least [`LANE_MIN`] values and the CPU runs the 4-row combine in registers
-/// (`simd::combine_quad`), else p. `SLUICE_FFT_LANES=0` keeps p (for benchmarks).
+/// thread running v/p of them between the syncs (`shared`): 8 on p = 2 threads where a lane
+/// keeps at least [`LANE_MIN`] values and the CPU runs the 8-row combine in registers
+/// (`simd::combine_oct`), else p. `SLUICE_FFT_LANES=0` keeps p, `=4` or `=8` sets v on two
+/// threads where the lanes keep [`LANE_MIN`] values (for benchmarks).
 ///
 /// Why: rustfft's cost per n·log₂ n grows with n through this range (`sluice fft --procs 1`,
 /// session 31's Intel host: 0.212 ns at 2^14, 0.228 at 2^15, 0.267 at 2^16, 0.337 at 2^17),
-/// and two lanes of m/2 per thread cost less than one of m by more than the 4-row combine adds
-/// over the 2-row one. `bench/kernels/fft_ab`, p = 2, 4 lanes against 2 (t_2 / t_4, medians of
-/// 6–8 ABBA pairs): session 31 (Intel, 2 vCPUs, L2 2 MiB) 2^16 1.18 and 1.16, 2^17 1.10,
-/// 2^19 1.16, 2^20 1.11, and 2^18 1.13; sessions 29–30 (AMD EPYC, L2 1 MiB) 2^16 1.01,
-/// 2^17 1.00, 2^18 1.12 and 1.09, 2^19 0.975, 2^20 0.960. Taken at every size: a few per cent
-/// lost at 2^19–2^20 on the AMD hosts, where sluice led FFTW by 18–32 %, against 10–18 %
-/// won on the Intel one. 8 or 16 lanes with the general combine were slower (0.79–0.82 at
-/// 2^18, AMD).
+/// and four lanes of m/4 per thread cost less than one of m by more than the 8-row combine adds
+/// over the 2-row one. `bench/kernels/fft_ab`, p = 2, medians of 6–8 ABBA pairs:
+/// - 8 lanes against 4 (session 32, Intel, 2 vCPUs, L2 2 MiB; t_4 / t_8): 2^16 1.05, 2^17
+///   1.11, 2^18 1.11, 2^19 1.07, 2^20 1.12, each won 8 of 8; with the general (tile) combine
+///   instead of the one in registers, 0.74–0.85.
+/// - 4 lanes against 2 (t_2 / t_4): session 31 (Intel) 2^16 1.18 and 1.16, 2^17 1.10, 2^18
+///   1.13, 2^19 1.16, 2^20 1.11; sessions 29–30 (AMD EPYC, L2 1 MiB, threads that slept
+///   between calls) 2^16 1.01, 2^17 1.00, 2^18 1.12 and 1.09, 2^19 0.975, 2^20 0.960.
 pub fn lanes_for(n: usize, p: usize) -> usize {
-    let off = std::env::var_os("SLUICE_FFT_LANES").is_some_and(|v| v == "0");
-    if !off && p == 2 && n / 4 >= LANE_MIN && simd::detect().is_some() { 4 } else { p }
+    let v = match std::env::var("SLUICE_FFT_LANES").as_deref() {
+        Ok("0") => return p,
+        Ok("4") => 4,
+        _ => 8,
+    };
+    if p == 2 && n / v >= LANE_MIN && simd::detect().is_some() { v } else { p }
 }
 
-/// Fewest values in a lane that [`lanes_for`] makes (below 2^16 values the split was not
-/// measured).
-pub const LANE_MIN: usize = 1 << 14;
+/// Fewest values in a lane that [`lanes_for`] makes: 8 lanes from n = 2^16 (below it the
+/// split was not measured).
+pub const LANE_MIN: usize = 1 << 13;
 
 /// Largest n for which the sequential path copies the input and transforms out of place; above
 /// it, rustfft's immutable path (which saves the copy) is used. Medians of 30 calls, load 15, 2^16:
@@ -311,7 +322,7 @@ impl Fft {
     /// Plans a length-`n` transform on `p` processes (rule 2 says which are valid).
     pub fn new(n: usize, p: usize, direction: Direction) -> Result<Fft, Error> {
         check_shape(n, p)?;
-        let kind = if four_step(n) {
+        let kind = if four_step(n, p) {
             Kind::FourStep(FourStep::new(n, p, direction)?, Section::new(p)?)
         } else if p == 1 {
             let dir = match direction {

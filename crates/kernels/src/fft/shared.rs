@@ -3,7 +3,7 @@
 //! shared buffers between syncs instead of by puts, and nothing is copied twice.
 //!
 //! The plan's p processes (its lanes) run on the section's q threads, p/q each (`fft::lanes_for`:
-//! p = 4 lanes on 2 threads at 2^18); below, "process s" is one lane, and a thread does the
+//! p = 8 lanes on 2 threads from 2^16 to 2^21); below, "process s" is one lane, and a thread does the
 //! work of its lanes in each superstep (their parts are adjacent, so it takes them as one).
 //! With m = n/p and b = n/p² (as in the module docs of `fft`), in three supersteps:
 //! 1. Gather: process s reads its contiguous part x[s·m..(s+1)·m] once and deals it out to the
@@ -196,6 +196,10 @@ fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
     }
     if let ([d0, d1, d2, d3], Some(proof)) = (&mut *dst, plan.simd) {
         super::simd::deal_quad(proof, src, [d0, d1, d2, d3]);
+        return;
+    }
+    if let ([d0, d1, d2, d3, d4, d5, d6, d7], Some(proof)) = (&mut *dst, plan.simd) {
+        super::simd::deal_oct(proof, src, [d0, d1, d2, d3, d4, d5, d6, d7]);
         return;
     }
     if p == 2 {

@@ -1,5 +1,5 @@
 //! AVX2 and FMA loops for the FFT's passes outside rustfft: the deal of a process's input into
-//! the two lanes and the combine of the two rows of the p = 2 plan (`shared`), and the
+//! the 2, 4 or 8 lanes and the combine of the 2, 4 or 8 rows of the parallel plan (`shared`), and the
 //! transposing gathers and the twiddled scatter of the four-step (`fourstep`). Without them the
 //! workspace's x86-64 baseline compiles all of them to 16-byte SSE2 moves and the complex
 //! products to scalar-pair arithmetic with shuffles. `perf` put 20 % of a call's samples in
@@ -32,6 +32,10 @@
 //!    base_r·steps_r[i]), times `scale` where it is `Some`, with each complex product rounded
 //!    once per component: within an ulp or two of the portable arithmetic.
 //! 8. [`deal_quad`] gives `d[t][l] = src[4l + t]` for t < 4, bit for bit, as the portable loop.
+//! 9. [`combine_oct`] gives [`oct`]'s values for each column i of the eight rows (t_r =
+//!    base_r·steps_r[i]), times `scale` where it is `Some`, with each complex product rounded
+//!    once per component: within a few ulps of the portable arithmetic.
+//! 10. [`deal_oct`] gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the portable loop.
 
 #![allow(unsafe_code)]
 
@@ -90,6 +94,19 @@ pub(super) fn deal_quad(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]
     // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
     unsafe {
         deal_quad_avx2(src, d);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, d);
+}
+
+/// Rule 10. `src` holds `8·d[0].len()` values; every `d[t]` is as long as `d[0]`.
+pub(super) fn deal_oct(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; 8]) {
+    let n = d[0].len();
+    assert!(src.len() == 8 * n && d.iter().all(|x| x.len() == n));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
+    unsafe {
+        deal_oct_avx2(src, d);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (src, d);
@@ -155,6 +172,65 @@ pub(super) fn quad(a: [Complex64; 4], t: [Complex64; 4], inverse: bool) -> [Comp
     // ω_4·d13: −i·d13 forward, +i·d13 inverse.
     let w = if inverse { Complex64::new(-d13.im, d13.re) } else { Complex64::new(d13.im, -d13.re) };
     [s02 + s13, d02 + w, s02 - s13, d02 - w]
+}
+
+/// Rule 9, for one tile: as [`combine_quad`] with eight rows (`base[0]` unused).
+pub(super) fn combine_oct(
+    _proof: Avx2Fma,
+    rows: [&mut [Complex64]; 8],
+    steps: [&[Complex64]; 8],
+    base: [Complex64; 8],
+    inverse: bool,
+    scale: Option<f64>,
+) {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are checked
+    // above.
+    unsafe {
+        match (inverse, scale) {
+            (false, None) => combine_oct_fma::<false, false>(rows, steps, base, 1.0),
+            (false, Some(f)) => combine_oct_fma::<false, true>(rows, steps, base, f),
+            (true, None) => combine_oct_fma::<true, false>(rows, steps, base, 1.0),
+            (true, Some(f)) => combine_oct_fma::<true, true>(rows, steps, base, f),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (rows, steps, base, inverse, scale);
+}
+
+/// The portable arithmetic of [`combine_oct`] for one column: `a[r]` the column's values,
+/// `t[r]` = ω_n^{r·k} (`t[0]` unused); returns outputs k2 = 0..8. Two 4-point FFTs ([`quad`])
+/// of the even and the odd rows, joined by ω_8^k.
+pub(super) fn oct(a: [Complex64; 8], t: [Complex64; 8], inverse: bool) -> [Complex64; 8] {
+    let one = Complex64::new(1.0, 0.0);
+    let v: [Complex64; 8] = std::array::from_fn(|r| if r == 0 { a[0] } else { a[r] * t[r] });
+    let e = quad([v[0], v[2], v[4], v[6]], [one; 4], inverse);
+    let o = quad([v[1], v[3], v[5], v[7]], [one; 4], inverse);
+    let w = eighth_roots(inverse);
+    let o = [o[0], o[1] * w[1], o[2] * w[2], o[3] * w[3]];
+    [
+        e[0] + o[0],
+        e[1] + o[1],
+        e[2] + o[2],
+        e[3] + o[3],
+        e[0] - o[0],
+        e[1] - o[1],
+        e[2] - o[2],
+        e[3] - o[3],
+    ]
+}
+
+/// ω_8^k for k < 4 (ω_8 = e^{∓iπ/4}: − forward, + inverse).
+fn eighth_roots(inverse: bool) -> [Complex64; 4] {
+    let (h, s) = (std::f64::consts::FRAC_1_SQRT_2, if inverse { 1.0 } else { -1.0 });
+    [
+        Complex64::new(1.0, 0.0),
+        Complex64::new(h, s * h),
+        Complex64::new(0.0, s),
+        Complex64::new(-h, s * h),
+    ]
 }
 
 /// Rule 4. `b` is as long as `a`, and `dst` holds every index written.
@@ -540,6 +616,104 @@ unsafe fn combine_quad_fma<const INVERSE: bool, const SCALED: bool>(
     }
 }
 
+/// # Safety
+/// AVX2 must run; `src.len() == 8·n` and every `d[t]` holds n values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn deal_oct_avx2(src: &[Complex64], d: [&mut [Complex64]; 8]) {
+    let n = d[0].len();
+    let ps = src.as_ptr().cast::<f64>();
+    let pd: [*mut f64; 8] = d.map(|x| x.as_mut_ptr().cast::<f64>());
+    let mut l = 0;
+    while l + 2 <= n {
+        // SAFETY: values 8l..8l + 16 of `src` and l..l + 2 of each lane lie inside them (l + 2
+        // ≤ n); value i starts at f64 offset 2i.
+        unsafe {
+            // Rows l and l + 1 of the 8-value rows, two values a register: a[0..4] and a[4..8].
+            let a: [__m256d; 8] = std::array::from_fn(|j| _mm256_loadu_pd(ps.add(16 * l + 4 * j)));
+            for j in 0..4 {
+                let (lo, hi) = (a[j], a[j + 4]);
+                _mm256_storeu_pd(pd[2 * j].add(2 * l), _mm256_permute2f128_pd::<0x20>(lo, hi));
+                _mm256_storeu_pd(pd[2 * j + 1].add(2 * l), _mm256_permute2f128_pd::<0x31>(lo, hi));
+            }
+        }
+        l += 2;
+    }
+    if l < n {
+        for (t, p) in pd.into_iter().enumerate() {
+            // SAFETY: value l lies inside every lane (l < n) and 8l + t inside `src`.
+            unsafe { *p.cast::<Complex64>().add(l) = src[8 * l + t] };
+        }
+    }
+}
+
+/// # Safety
+/// AVX2 and FMA must run; every row as long as `rows[0]`, and `steps[1..]` at least as long.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn combine_oct_fma<const INVERSE: bool, const SCALED: bool>(
+    rows: [&mut [Complex64]; 8],
+    steps: [&[Complex64]; 8],
+    base: [Complex64; 8],
+    f: f64,
+) {
+    let n = rows[0].len();
+    let p: [*mut f64; 8] = rows.map(|r| r.as_mut_ptr().cast::<f64>());
+    let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
+    let b = base.map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
+    let fv = _mm256_set1_pd(f);
+    // ω_4·d: the components swapped, then one of them negated (−i·d forward, +i·d inverse).
+    let flip = if INVERSE {
+        _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
+    } else {
+        _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
+    };
+    let w = eighth_roots(INVERSE).map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
+    // The 4-point FFT of `quad` on registers.
+    let four = |a: __m256d, c: __m256d, e: __m256d, g: __m256d| {
+        let (s0, d0) = (_mm256_add_pd(a, e), _mm256_sub_pd(a, e));
+        let (s1, d1) = (_mm256_add_pd(c, g), _mm256_sub_pd(c, g));
+        let r = _mm256_xor_pd(_mm256_permute_pd::<0b0101>(d1), flip);
+        [_mm256_add_pd(s0, s1), _mm256_add_pd(d0, r), _mm256_sub_pd(s0, s1), _mm256_sub_pd(d0, r)]
+    };
+    let mut i = 0;
+    while i + 2 <= n {
+        // SAFETY: values i..i + 2 of every row and of `steps[1..]` lie inside them (i + 2 ≤
+        // n); value i starts at f64 offset 2i.
+        unsafe {
+            let v: [__m256d; 8] = std::array::from_fn(|r| {
+                let x = _mm256_loadu_pd(p[r].add(2 * i));
+                if r == 0 { x } else { mul2(x, mul2(b[r], _mm256_loadu_pd(ps[r].add(2 * i)))) }
+            });
+            let e = four(v[0], v[2], v[4], v[6]);
+            let o = four(v[1], v[3], v[5], v[7]);
+            let o = [o[0], mul2(o[1], w[1]), mul2(o[2], w[2]), mul2(o[3], w[3])];
+            for k in 0..4 {
+                let (mut x, mut y) = (_mm256_add_pd(e[k], o[k]), _mm256_sub_pd(e[k], o[k]));
+                if SCALED {
+                    (x, y) = (_mm256_mul_pd(x, fv), _mm256_mul_pd(y, fv));
+                }
+                _mm256_storeu_pd(p[k].add(2 * i), x);
+                _mm256_storeu_pd(p[k + 4].add(2 * i), y);
+            }
+        }
+        i += 2;
+    }
+    if i < n {
+        let t: [Complex64; 8] =
+            std::array::from_fn(
+                |r| if r == 0 { Complex64::default() } else { base[r] * steps[r][i] },
+            );
+        // SAFETY: value i lies inside every row (i < n).
+        let a: [Complex64; 8] =
+            std::array::from_fn(|r| unsafe { *p[r].cast::<Complex64>().add(i) });
+        for (r, v) in oct(a, t, INVERSE).into_iter().enumerate() {
+            // SAFETY: as above.
+            unsafe { *p[r].cast::<Complex64>().add(i) = if SCALED { v * f } else { v } };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,6 +859,72 @@ mod tests {
             for (t, lane) in lanes.iter().enumerate() {
                 for (l, v) in lane.iter().enumerate() {
                     assert_eq!(*v, src[4 * l + t], "n {n} lane {t} value {l}");
+                }
+            }
+        }
+    }
+
+    /// Rule 9 against the portable `oct`: within a few ulps of each column's magnitude, both
+    /// directions, scaled and not, odd and even lengths; and `oct` against the 8-point DFT of
+    /// the twiddled column (the definition).
+    #[test]
+    fn rule9_the_oct_combine_is_the_portable_arithmetic_within_ulps() {
+        for inverse in [false, true] {
+            let (a, t) = (values(8, 50), values(8, 51));
+            let got = oct(a.clone().try_into().unwrap(), t.clone().try_into().unwrap(), inverse);
+            let s = if inverse { 1.0 } else { -1.0 };
+            for (k, g) in got.iter().enumerate() {
+                let want: Complex64 = (0..8)
+                    .map(|r| {
+                        let v = if r == 0 { a[0] } else { a[r] * t[r] };
+                        let w = s * std::f64::consts::TAU * ((r * k) % 8) as f64 / 8.0;
+                        v * Complex64::from_polar(1.0, w)
+                    })
+                    .sum();
+                assert!((g - want).norm() < 1e-13, "oct k {k} inverse {inverse}");
+            }
+        }
+        let Some(proof) = detect() else { return };
+        for (n, scale, inverse) in [
+            (1, None, false),
+            (2, None, true),
+            (7, Some(0.125), false),
+            (256, None, false),
+            (255, Some(3e-5), true),
+        ] {
+            let a0: Vec<Vec<Complex64>> = (0..8).map(|r| values(n, 60 + r)).collect();
+            let steps: Vec<Vec<Complex64>> = (0..8).map(|r| values(n, 70 + r)).collect();
+            let base: [Complex64; 8] =
+                std::array::from_fn(|r| Complex64::from_polar(1.0, 0.37 * r as f64 - 1.0));
+            let mut rows = a0.clone();
+            let [r0, r1, r2, r3, r4, r5, r6, r7] = &mut rows[..] else { unreachable!("8 rows") };
+            let st: [&[Complex64]; 8] = std::array::from_fn(|r| &steps[r][..]);
+            combine_oct(proof, [r0, r1, r2, r3, r4, r5, r6, r7], st, base, inverse, scale);
+            let f = scale.unwrap_or(1.0);
+            for i in 0..n {
+                let t: [Complex64; 8] = std::array::from_fn(|r| base[r] * steps[r][i]);
+                let want = oct(std::array::from_fn(|r| a0[r][i]), t, inverse);
+                let size: f64 = (0..8).map(|r| a0[r][i].norm() * t[r].norm().max(1.0)).sum();
+                for r in 0..8 {
+                    let tol = 16.0 * f64::EPSILON * f * size;
+                    assert!((rows[r][i] - want[r] * f).norm() <= tol, "n {n} i {i} row {r}");
+                }
+            }
+        }
+    }
+
+    /// Rule 10 against the plain deinterleave, odd and even lengths.
+    #[test]
+    fn rule10_the_oct_deal_is_the_plain_deinterleave() {
+        let Some(proof) = detect() else { return };
+        for n in [1, 2, 3, 64, 129] {
+            let src = values(8 * n, 41);
+            let mut lanes = vec![vec![Complex64::default(); n]; 8];
+            let [a, b, c, d, e, f, g, h] = &mut lanes[..] else { unreachable!("8 lanes") };
+            deal_oct(proof, &src, [a, b, c, d, e, f, g, h]);
+            for (t, lane) in lanes.iter().enumerate() {
+                for (l, v) in lane.iter().enumerate() {
+                    assert_eq!(*v, src[8 * l + t], "n {n} lane {t} value {l}");
                 }
             }
         }
