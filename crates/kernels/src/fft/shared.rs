@@ -195,11 +195,11 @@ fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
         return;
     }
     if let ([d0, d1, d2, d3], Some(proof)) = (&mut *dst, plan.simd) {
-        super::simd::deal_quad(proof, src, [d0, d1, d2, d3]);
+        super::simd::deal(proof, src, [d0, d1, d2, d3]);
         return;
     }
     if let ([d0, d1, d2, d3, d4, d5, d6, d7], Some(proof)) = (&mut *dst, plan.simd) {
-        super::simd::deal_oct(proof, src, [d0, d1, d2, d3, d4, d5, d6, d7]);
+        super::simd::deal(proof, src, [d0, d1, d2, d3, d4, d5, d6, d7]);
         return;
     }
     if p == 2 {

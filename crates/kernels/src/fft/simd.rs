@@ -31,11 +31,13 @@
 //! 7. [`combine_quad`] gives [`quad`]'s values for each column i of the four rows (t_r =
 //!    base_r·steps_r[i]), times `scale` where it is `Some`, with each complex product rounded
 //!    once per component: within an ulp or two of the portable arithmetic.
-//! 8. [`deal_quad`] gives `d[t][l] = src[4l + t]` for t < 4, bit for bit, as the portable loop.
+//! 8. [`deal`] with four lanes gives `d[t][l] = src[4l + t]` for t < 4, bit for bit, as the
+//!    portable loop.
 //! 9. [`combine_oct`] gives [`oct`]'s values for each column i of the eight rows (t_r =
 //!    base_r·steps_r[i]), times `scale` where it is `Some`, with each complex product rounded
 //!    once per component: within a few ulps of the portable arithmetic.
-//! 10. [`deal_oct`] gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the portable loop.
+//! 10. [`deal`] with eight lanes gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the
+//!     portable loop.
 
 #![allow(unsafe_code)]
 
@@ -86,27 +88,16 @@ pub(super) fn deal_pair(
     let _ = (src, d0, d1);
 }
 
-/// Rule 8. `src` holds `4·d[0].len()` values; every `d[t]` is as long as `d[0]`.
-pub(super) fn deal_quad(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; 4]) {
+/// Rules 8 and 10, for R = 4 or 8 lanes. `src` holds `R·d[0].len()` values; every `d[t]` is as
+/// long as `d[0]`.
+pub(super) fn deal<const R: usize>(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; R]) {
     let n = d[0].len();
-    assert!(src.len() == 4 * n && d.iter().all(|x| x.len() == n));
+    assert!(R == 4 || R == 8, "deal: {R} lanes");
+    assert!(src.len() == R * n && d.iter().all(|x| x.len() == n));
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
     unsafe {
-        deal_quad_avx2(src, d);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (src, d);
-}
-
-/// Rule 10. `src` holds `8·d[0].len()` values; every `d[t]` is as long as `d[0]`.
-pub(super) fn deal_oct(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; 8]) {
-    let n = d[0].len();
-    assert!(src.len() == 8 * n && d.iter().all(|x| x.len() == n));
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
-    unsafe {
-        deal_oct_avx2(src, d);
+        deal_avx2(src, d);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (src, d);
@@ -136,33 +127,53 @@ pub(super) fn combine_pair(
     let _ = (a, c, steps, base, scale);
 }
 
-/// Rule 7, for one tile: `rows[0..4]` of equal length, `steps[r]` the tile's steps of row r
-/// (at least as long), `base[r]` = ω_n^{r·k} for the tile's first column k (`base[0]` unused),
-/// `inverse` picks ω_4 = +i (else −i).
-pub(super) fn combine_quad(
-    _proof: Avx2Fma,
-    rows: [&mut [Complex64]; 4],
-    steps: [&[Complex64]; 4],
-    base: [Complex64; 4],
-    inverse: bool,
-    scale: Option<f64>,
-) {
-    let n = rows[0].len();
-    assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are checked
-    // above.
-    unsafe {
-        match (inverse, scale) {
-            (false, None) => combine_quad_fma::<false, false>(rows, steps, base, 1.0),
-            (false, Some(f)) => combine_quad_fma::<false, true>(rows, steps, base, f),
-            (true, None) => combine_quad_fma::<true, false>(rows, steps, base, 1.0),
-            (true, Some(f)) => combine_quad_fma::<true, true>(rows, steps, base, f),
+/// The public side of a combine in registers of R rows (rules 7 and 9): checks the lengths and
+/// picks the kernel's direction and scaling.
+macro_rules! combine_in_registers {
+    ($(#[$doc:meta])* $name:ident, $kernel:ident, $r:literal) => {
+        $(#[$doc])*
+        pub(super) fn $name(
+            _proof: Avx2Fma,
+            rows: [&mut [Complex64]; $r],
+            steps: [&[Complex64]; $r],
+            base: [Complex64; $r],
+            inverse: bool,
+            scale: Option<f64>,
+        ) {
+            let n = rows[0].len();
+            assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are
+            // checked above.
+            unsafe {
+                match (inverse, scale) {
+                    (false, None) => $kernel::<false, false>(rows, steps, base, 1.0),
+                    (false, Some(f)) => $kernel::<false, true>(rows, steps, base, f),
+                    (true, None) => $kernel::<true, false>(rows, steps, base, 1.0),
+                    (true, Some(f)) => $kernel::<true, true>(rows, steps, base, f),
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = (rows, steps, base, inverse, scale);
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (rows, steps, base, inverse, scale);
+    };
 }
+
+combine_in_registers!(
+    /// Rule 7, for one tile: `rows[0..4]` of equal length, `steps[r]` the tile's steps of row
+    /// r (at least as long), `base[r]` = ω_n^{r·k} for the tile's first column k (`base[0]`
+    /// unused), `inverse` picks ω_4 = +i (else −i).
+    combine_quad,
+    combine_quad_fma,
+    4
+);
+
+combine_in_registers!(
+    /// Rule 9, for one tile: as [`combine_quad`] with eight rows (`base[0]` unused).
+    combine_oct,
+    combine_oct_fma,
+    8
+);
 
 /// The portable arithmetic of [`combine_quad`] for one column: `a[r]` the column's values,
 /// `t[r]` = ω_n^{r·k} (`t[0]` unused); returns outputs k2 = 0..4.
@@ -172,32 +183,6 @@ pub(super) fn quad(a: [Complex64; 4], t: [Complex64; 4], inverse: bool) -> [Comp
     // ω_4·d13: −i·d13 forward, +i·d13 inverse.
     let w = if inverse { Complex64::new(-d13.im, d13.re) } else { Complex64::new(d13.im, -d13.re) };
     [s02 + s13, d02 + w, s02 - s13, d02 - w]
-}
-
-/// Rule 9, for one tile: as [`combine_quad`] with eight rows (`base[0]` unused).
-pub(super) fn combine_oct(
-    _proof: Avx2Fma,
-    rows: [&mut [Complex64]; 8],
-    steps: [&[Complex64]; 8],
-    base: [Complex64; 8],
-    inverse: bool,
-    scale: Option<f64>,
-) {
-    let n = rows[0].len();
-    assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `proof` exists only where AVX2 and FMA run (rule 1); the lengths are checked
-    // above.
-    unsafe {
-        match (inverse, scale) {
-            (false, None) => combine_oct_fma::<false, false>(rows, steps, base, 1.0),
-            (false, Some(f)) => combine_oct_fma::<false, true>(rows, steps, base, f),
-            (true, None) => combine_oct_fma::<true, false>(rows, steps, base, 1.0),
-            (true, Some(f)) => combine_oct_fma::<true, true>(rows, steps, base, f),
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (rows, steps, base, inverse, scale);
 }
 
 /// The portable arithmetic of [`combine_oct`] for one column: `a[r]` the column's values,
@@ -439,42 +424,16 @@ unsafe fn twiddle_rows_fma(
     }
 }
 
-/// # Safety
-/// AVX2 must run; `src.len() == 4·n` and every `d[t]` holds n values.
+/// The sign mask of ω_4·d: d's components swapped, then one of them negated (−i·d forward,
+/// +i·d inverse). Callable only from code that itself runs with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn deal_quad_avx2(src: &[Complex64], d: [&mut [Complex64]; 4]) {
-    let n = d[0].len();
-    let ps = src.as_ptr().cast::<f64>();
-    let [d0, d1, d2, d3] = d;
-    let pd: [*mut f64; 4] = [
-        d0.as_mut_ptr().cast(),
-        d1.as_mut_ptr().cast(),
-        d2.as_mut_ptr().cast(),
-        d3.as_mut_ptr().cast(),
-    ];
-    let mut l = 0;
-    while l + 2 <= n {
-        // SAFETY: values 4l..4l + 8 of `src` and l..l + 2 of each lane lie inside them (l + 2 ≤
-        // n); value i starts at f64 offset 2i.
-        unsafe {
-            // Rows l and l + 1 of the 4-value rows: [x0 x1] [x2 x3] and [x4 x5] [x6 x7].
-            let a = _mm256_loadu_pd(ps.add(8 * l));
-            let b = _mm256_loadu_pd(ps.add(8 * l + 4));
-            let c = _mm256_loadu_pd(ps.add(8 * l + 8));
-            let e = _mm256_loadu_pd(ps.add(8 * l + 12));
-            _mm256_storeu_pd(pd[0].add(2 * l), _mm256_permute2f128_pd::<0x20>(a, c));
-            _mm256_storeu_pd(pd[1].add(2 * l), _mm256_permute2f128_pd::<0x31>(a, c));
-            _mm256_storeu_pd(pd[2].add(2 * l), _mm256_permute2f128_pd::<0x20>(b, e));
-            _mm256_storeu_pd(pd[3].add(2 * l), _mm256_permute2f128_pd::<0x31>(b, e));
-        }
-        l += 2;
-    }
-    if l < n {
-        for (t, p) in pd.into_iter().enumerate() {
-            // SAFETY: value l lies inside every lane (l < n) and 4l + t inside `src`.
-            unsafe { *p.cast::<Complex64>().add(l) = src[4 * l + t] };
-        }
+#[inline]
+fn omega4_flip(inverse: bool) -> __m256d {
+    if inverse {
+        _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
+    } else {
+        _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
     }
 }
 
@@ -543,26 +502,11 @@ unsafe fn combine_quad_fma<const INVERSE: bool, const SCALED: bool>(
     f: f64,
 ) {
     let n = rows[0].len();
-    let p: [*mut f64; 4] = [
-        rows[0].as_mut_ptr().cast(),
-        rows[1].as_mut_ptr().cast(),
-        rows[2].as_mut_ptr().cast(),
-        rows[3].as_mut_ptr().cast(),
-    ];
-    let ps: [*const f64; 4] = [
-        steps[0].as_ptr().cast(),
-        steps[1].as_ptr().cast(),
-        steps[2].as_ptr().cast(),
-        steps[3].as_ptr().cast(),
-    ];
+    let p: [*mut f64; 4] = rows.map(|r| r.as_mut_ptr().cast::<f64>());
+    let ps: [*const f64; 4] = steps.map(|s| s.as_ptr().cast::<f64>());
     let b = base.map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
     let fv = _mm256_set1_pd(f);
-    // ω_4·d: the components swapped, then one of them negated (−i·d forward, +i·d inverse).
-    let flip = if INVERSE {
-        _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
-    } else {
-        _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
-    };
+    let flip = omega4_flip(INVERSE);
     let mut i = 0;
     while i + 2 <= n {
         // SAFETY: values i..i + 2 of every row and of `steps[1..]` lie inside them (i + 2 ≤
@@ -617,22 +561,23 @@ unsafe fn combine_quad_fma<const INVERSE: bool, const SCALED: bool>(
 }
 
 /// # Safety
-/// AVX2 must run; `src.len() == 8·n` and every `d[t]` holds n values.
+/// AVX2 must run; R is even, `src.len() == R·n` and every `d[t]` holds n values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn deal_oct_avx2(src: &[Complex64], d: [&mut [Complex64]; 8]) {
+unsafe fn deal_avx2<const R: usize>(src: &[Complex64], d: [&mut [Complex64]; R]) {
     let n = d[0].len();
     let ps = src.as_ptr().cast::<f64>();
-    let pd: [*mut f64; 8] = d.map(|x| x.as_mut_ptr().cast::<f64>());
+    let pd: [*mut f64; R] = d.map(|x| x.as_mut_ptr().cast::<f64>());
     let mut l = 0;
     while l + 2 <= n {
-        // SAFETY: values 8l..8l + 16 of `src` and l..l + 2 of each lane lie inside them (l + 2
+        // SAFETY: values R·l..R·(l + 2) of `src` and l..l + 2 of each lane lie inside them (l + 2
         // ≤ n); value i starts at f64 offset 2i.
         unsafe {
-            // Rows l and l + 1 of the 8-value rows, two values a register: a[0..4] and a[4..8].
-            let a: [__m256d; 8] = std::array::from_fn(|j| _mm256_loadu_pd(ps.add(16 * l + 4 * j)));
-            for j in 0..4 {
-                let (lo, hi) = (a[j], a[j + 4]);
+            // Rows l and l + 1 of the R-value rows, two values a register: a[..R/2] and a[R/2..].
+            let a: [__m256d; R] =
+                std::array::from_fn(|j| _mm256_loadu_pd(ps.add(2 * R * l + 4 * j)));
+            for j in 0..R / 2 {
+                let (lo, hi) = (a[j], a[j + R / 2]);
                 _mm256_storeu_pd(pd[2 * j].add(2 * l), _mm256_permute2f128_pd::<0x20>(lo, hi));
                 _mm256_storeu_pd(pd[2 * j + 1].add(2 * l), _mm256_permute2f128_pd::<0x31>(lo, hi));
             }
@@ -641,8 +586,8 @@ unsafe fn deal_oct_avx2(src: &[Complex64], d: [&mut [Complex64]; 8]) {
     }
     if l < n {
         for (t, p) in pd.into_iter().enumerate() {
-            // SAFETY: value l lies inside every lane (l < n) and 8l + t inside `src`.
-            unsafe { *p.cast::<Complex64>().add(l) = src[8 * l + t] };
+            // SAFETY: value l lies inside every lane (l < n) and Rl + t inside `src`.
+            unsafe { *p.cast::<Complex64>().add(l) = src[R * l + t] };
         }
     }
 }
@@ -662,12 +607,7 @@ unsafe fn combine_oct_fma<const INVERSE: bool, const SCALED: bool>(
     let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
     let b = base.map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
     let fv = _mm256_set1_pd(f);
-    // ω_4·d: the components swapped, then one of them negated (−i·d forward, +i·d inverse).
-    let flip = if INVERSE {
-        _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0)
-    } else {
-        _mm256_setr_pd(0.0, -0.0, 0.0, -0.0)
-    };
+    let flip = omega4_flip(INVERSE);
     let w = eighth_roots(INVERSE).map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
     // The 4-point FFT of `quad` on registers.
     let four = |a: __m256d, c: __m256d, e: __m256d, g: __m256d| {
@@ -815,10 +755,19 @@ mod tests {
         }
     }
 
-    /// Rule 7 against the portable `quad`: within a few ulps of each column's magnitude, both
-    /// directions, scaled and not, odd and even lengths.
-    #[test]
-    fn rule7_the_quad_combine_is_the_portable_arithmetic_within_ulps() {
+    /// The combine in registers of R rows against its portable arithmetic, one column at a
+    /// time: within a few ulps of each column's magnitude, both directions, scaled and not, odd
+    /// and even lengths.
+    /// A combine in registers of R rows, as [`combine_quad`] and [`combine_oct`].
+    type Combine<const R: usize> =
+        fn(Avx2Fma, [&mut [Complex64]; R], [&[Complex64]; R], [Complex64; R], bool, Option<f64>);
+
+    fn check_combine<const R: usize>(
+        combine: Combine<R>,
+        portable: fn([Complex64; R], [Complex64; R], bool) -> [Complex64; R],
+        base: [Complex64; R],
+        seed: u64,
+    ) {
         let Some(proof) = detect() else { return };
         for (n, scale, inverse) in [
             (1, None, false),
@@ -827,19 +776,19 @@ mod tests {
             (256, None, false),
             (255, Some(3e-5), true),
         ] {
-            let a0: Vec<Vec<Complex64>> = (0..4).map(|r| values(n, 10 + r)).collect();
-            let steps: Vec<Vec<Complex64>> = (0..4).map(|r| values(n, 20 + r)).collect();
-            let base = [0.0, 0.3, -1.1, 2.5].map(|a| Complex64::from_polar(1.0, a));
+            let a0: Vec<Vec<Complex64>> = (0..R).map(|r| values(n, seed + r as u64)).collect();
+            let steps: Vec<Vec<Complex64>> =
+                (0..R).map(|r| values(n, seed + 10 + r as u64)).collect();
             let mut rows = a0.clone();
-            let [r0, r1, r2, r3] = &mut rows[..] else { unreachable!("four rows") };
-            let st = [&steps[0][..], &steps[1][..], &steps[2][..], &steps[3][..]];
-            combine_quad(proof, [r0, r1, r2, r3], st, base, inverse, scale);
+            let refs: Vec<&mut [Complex64]> = rows.iter_mut().map(|r| &mut r[..]).collect();
+            let st: [&[Complex64]; R] = std::array::from_fn(|r| &steps[r][..]);
+            combine(proof, refs.try_into().expect("R rows"), st, base, inverse, scale);
             let f = scale.unwrap_or(1.0);
             for i in 0..n {
-                let t = [0, 1, 2, 3].map(|r| base[r] * steps[r][i]);
-                let want = quad([0, 1, 2, 3].map(|r| a0[r][i]), t, inverse);
-                let size: f64 = (0..4).map(|r| a0[r][i].norm() * t[r].norm().max(1.0)).sum();
-                for r in 0..4 {
+                let t: [Complex64; R] = std::array::from_fn(|r| base[r] * steps[r][i]);
+                let want = portable(std::array::from_fn(|r| a0[r][i]), t, inverse);
+                let size: f64 = (0..R).map(|r| a0[r][i].norm() * t[r].norm().max(1.0)).sum();
+                for r in 0..R {
                     let tol = 16.0 * f64::EPSILON * f * size;
                     assert!((rows[r][i] - want[r] * f).norm() <= tol, "n {n} i {i} row {r}");
                 }
@@ -847,21 +796,36 @@ mod tests {
         }
     }
 
-    /// Rule 8 against the plain deinterleave, odd and even lengths.
-    #[test]
-    fn rule8_the_quad_deal_is_the_plain_deinterleave() {
+    /// The deal of R lanes against the plain deinterleave, odd and even lengths.
+    fn check_deal<const R: usize>(
+        deal: fn(Avx2Fma, &[Complex64], [&mut [Complex64]; R]),
+        seed: u64,
+    ) {
         let Some(proof) = detect() else { return };
         for n in [1, 2, 3, 64, 129] {
-            let src = values(4 * n, 40);
-            let mut lanes = vec![vec![Complex64::default(); n]; 4];
-            let [a, b, c, d] = &mut lanes[..] else { unreachable!("four lanes") };
-            deal_quad(proof, &src, [a, b, c, d]);
+            let src = values(R * n, seed);
+            let mut lanes = vec![vec![Complex64::default(); n]; R];
+            let refs: Vec<&mut [Complex64]> = lanes.iter_mut().map(|l| &mut l[..]).collect();
+            deal(proof, &src, refs.try_into().expect("R lanes"));
             for (t, lane) in lanes.iter().enumerate() {
                 for (l, v) in lane.iter().enumerate() {
-                    assert_eq!(*v, src[4 * l + t], "n {n} lane {t} value {l}");
+                    assert_eq!(*v, src[R * l + t], "n {n} lane {t} value {l}");
                 }
             }
         }
+    }
+
+    /// Rule 7 against the portable `quad`.
+    #[test]
+    fn rule7_the_quad_combine_is_the_portable_arithmetic_within_ulps() {
+        let base = [0.0, 0.3, -1.1, 2.5].map(|a| Complex64::from_polar(1.0, a));
+        check_combine(combine_quad, quad, base, 10);
+    }
+
+    /// Rule 8 against the plain deinterleave.
+    #[test]
+    fn rule8_the_quad_deal_is_the_plain_deinterleave() {
+        check_deal(deal::<4>, 40);
     }
 
     /// Rule 9 against the portable `oct`: within a few ulps of each column's magnitude, both
@@ -884,49 +848,13 @@ mod tests {
                 assert!((g - want).norm() < 1e-13, "oct k {k} inverse {inverse}");
             }
         }
-        let Some(proof) = detect() else { return };
-        for (n, scale, inverse) in [
-            (1, None, false),
-            (2, None, true),
-            (7, Some(0.125), false),
-            (256, None, false),
-            (255, Some(3e-5), true),
-        ] {
-            let a0: Vec<Vec<Complex64>> = (0..8).map(|r| values(n, 60 + r)).collect();
-            let steps: Vec<Vec<Complex64>> = (0..8).map(|r| values(n, 70 + r)).collect();
-            let base: [Complex64; 8] =
-                std::array::from_fn(|r| Complex64::from_polar(1.0, 0.37 * r as f64 - 1.0));
-            let mut rows = a0.clone();
-            let [r0, r1, r2, r3, r4, r5, r6, r7] = &mut rows[..] else { unreachable!("8 rows") };
-            let st: [&[Complex64]; 8] = std::array::from_fn(|r| &steps[r][..]);
-            combine_oct(proof, [r0, r1, r2, r3, r4, r5, r6, r7], st, base, inverse, scale);
-            let f = scale.unwrap_or(1.0);
-            for i in 0..n {
-                let t: [Complex64; 8] = std::array::from_fn(|r| base[r] * steps[r][i]);
-                let want = oct(std::array::from_fn(|r| a0[r][i]), t, inverse);
-                let size: f64 = (0..8).map(|r| a0[r][i].norm() * t[r].norm().max(1.0)).sum();
-                for r in 0..8 {
-                    let tol = 16.0 * f64::EPSILON * f * size;
-                    assert!((rows[r][i] - want[r] * f).norm() <= tol, "n {n} i {i} row {r}");
-                }
-            }
-        }
+        let base = std::array::from_fn(|r| Complex64::from_polar(1.0, 0.37 * r as f64 - 1.0));
+        check_combine(combine_oct, oct, base, 60);
     }
 
-    /// Rule 10 against the plain deinterleave, odd and even lengths.
+    /// Rule 10 against the plain deinterleave.
     #[test]
     fn rule10_the_oct_deal_is_the_plain_deinterleave() {
-        let Some(proof) = detect() else { return };
-        for n in [1, 2, 3, 64, 129] {
-            let src = values(8 * n, 41);
-            let mut lanes = vec![vec![Complex64::default(); n]; 8];
-            let [a, b, c, d, e, f, g, h] = &mut lanes[..] else { unreachable!("8 lanes") };
-            deal_oct(proof, &src, [a, b, c, d, e, f, g, h]);
-            for (t, lane) in lanes.iter().enumerate() {
-                for (l, v) in lane.iter().enumerate() {
-                    assert_eq!(*v, src[8 * l + t], "n {n} lane {t} value {l}");
-                }
-            }
-        }
+        check_deal(deal::<8>, 41);
     }
 }
