@@ -13,7 +13,9 @@ use super::simd::{Avx2Fma, near_avx2, nearest_avx2, row_avx2};
 /// [`assign_block`], so the same bits; leaner: a record that fails its bounds goes into the
 /// tile as it is tested (no list of pending records, no second pass to transpose), and one
 /// that keeps its label after the full assignment (most do) reuses the direct distance and
-/// norm of its test.
+/// norm of its test. A dense block ([`PassBounds::dense`]) skips the test and assigns every
+/// record in full; the figures loop then takes the test's verdict from the full assignment's
+/// values (the same bounds, labels and count of records assigned in full).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assign_lean<
@@ -45,11 +47,15 @@ pub(super) fn assign_lean<
     let rec = d * T::SIZE;
     let records = data.len() / rec;
     let second = bounds.is_some();
-    let (pass, lower, upper, label, usable) = match bounds {
+    // A dense block (most of its records assigned in full last pass) skips the test: every
+    // record goes into the tiles, and the figures loop tells which the test would have spared.
+    let (pass, lower, upper, label, test, dense) = match bounds {
         Some((p, s, u)) => {
-            (Some(p), &mut s.lower[..records], &mut s.upper[..records], &mut s.label[..records], u)
+            let dense = u && p.dense(s);
+            let (lower, upper) = (&mut s.lower[..records], &mut s.upper[..records]);
+            (Some(p), lower, upper, &mut s.label[..records], u && !dense, dense)
         }
-        None => (None, &mut [][..], &mut [][..], &mut [][..], false),
+        None => (None, &mut [][..], &mut [][..], &mut [][..], false, false),
     };
     let mut assigned = 0;
     let mut xt = vec![[T::ZERO; P]; d];
@@ -87,7 +93,7 @@ pub(super) fn assign_lean<
         // The bounds test; a failure goes into the tile at once.
         for (o, r) in window.chunks_exact(rec).enumerate() {
             kept[o] = false;
-            if usable {
+            if test {
                 let i = w0 + o;
                 let a = label[i] as usize;
                 let dist = near_avx2::<T>(avx2, r, &c64[a * d..(a + 1) * d]);
@@ -122,12 +128,20 @@ pub(super) fn assign_lean<
                 }
                 value[o]
             } else {
-                assigned += 1;
                 let (dist, xx) =
                     row_avx2::<T, false, UPDATE, true>(avx2, r, c, s).unwrap_or_default();
+                // In a dense block, the test's verdict from the same values: a record it keeps
+                // keeps its label (bounds.rs, rule 1), with the direct distance of `row_avx2`
+                // (the same bits as `near_avx2`), so a label that did not move is tested here.
                 if let Some(p) = pass {
-                    lower[i] = p.fresh(value[o], xx);
-                    label[i] = j as u32;
+                    // Without a branch on the verdict: it is as hard to predict as the test.
+                    let (l, keep) = p.verdict(lower[i], j, dist);
+                    let keep = dense && keep && label[i] as usize == j;
+                    let fresh = p.fresh(value[o], xx);
+                    (lower[i], label[i]) = (if keep { l } else { fresh }, j as u32);
+                    assigned += u64::from(!keep);
+                } else {
+                    assigned += 1;
                 }
                 dist
             };

@@ -350,12 +350,13 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
         // `lean`: the lean loop where the CPU has AVX2 (else the windows or the one-record
         // loop, by `one_by_one`).
         // Passes of moves off: they carry the sums, so the bits differ (their own test below).
-        let run = |off: bool, one_by_one: Option<bool>, lean: bool, labels: &str| {
+        let run = |off: bool, one_by_one: Option<bool>, lean: bool, dense: bool, labels: &str| {
             let cfg = config(k, &init_path, 12, Some(dir.path().join(labels)));
             let pipeline = PipelineBuilder::new().block_size(8192).workers(2).build().unwrap();
             moves::BELOW.with(|o| o.set(Some(-1.0)));
             bounds::OFF.with(|o| o.set(off));
             bounds::ONE_BY_ONE.with(|o| o.set(one_by_one));
+            bounds::DENSE.with(|o| o.set(Some(dense)));
             resident::OFF.with(|o| o.set(off));
             kernel::LEAN_OFF.with(|o| o.set(!lean));
             simd::BASELINE.with(|o| o.set(baseline));
@@ -363,6 +364,7 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
             moves::BELOW.with(|o| o.set(None));
             bounds::OFF.with(|o| o.set(false));
             bounds::ONE_BY_ONE.with(|o| o.set(None));
+            bounds::DENSE.with(|o| o.set(None));
             resident::OFF.with(|o| o.set(false));
             kernel::LEAN_OFF.with(|o| o.set(false));
             simd::BASELINE.with(|o| o.set(false));
@@ -372,7 +374,7 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
         // records that fail their bounds assigned in windows of tiles, one by one, or each
         // block as its last pass suggests, or by the lean loop (tiles filled as the records
         // are tested); and the lean loop without bounds.
-        let (full, full_labels) = run(true, None, false, "full.npy");
+        let (full, full_labels) = run(true, None, false, false, "full.npy");
         assert!(full.history.iter().all(|h| h.assigned == n as u64), "{scalar:?}");
         let passes = full.history.len() as u64 + 1;
         assert_eq!(full.run.bytes_read, passes * x.len() as u64 * dtype.itemsize() as u64);
@@ -382,20 +384,30 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
             v.push(r.inertia.to_bits());
             v
         };
-        let (lean_full, lean_full_labels) = run(true, None, true, "lean.npy");
+        let (lean_full, lean_full_labels) = run(true, None, true, false, "lean.npy");
         assert_eq!(lean_full_labels, full_labels, "{scalar:?}, lean without bounds");
         assert_eq!(bits(&lean_full), bits(&full), "{scalar:?}, lean without bounds");
-        for (one_by_one, lean) in [
-            (Some(false), false),
-            (Some(true), false),
-            (None, false),
-            (Some(false), true),
-            (Some(true), true),
-            (None, true),
+        // The lean loop's dense blocks (every record assigned in full, the test applied after)
+        // must spare the same records as the test itself: the same count in every pass.
+        let mut tested = None;
+        for (one_by_one, lean, dense) in [
+            (Some(false), false, false),
+            (Some(true), false, false),
+            (None, false, false),
+            (Some(false), true, false),
+            (Some(true), true, false),
+            (None, true, false),
+            (Some(false), true, true),
         ] {
-            let (fast, fast_labels) = run(false, one_by_one, lean, "fast.npy");
-            let what =
-                format!("{scalar:?} baseline {baseline}, one by one {one_by_one:?}, lean {lean}");
+            let (fast, fast_labels) = run(false, one_by_one, lean, dense, "fast.npy");
+            let what = format!(
+                "{scalar:?} baseline {baseline}, one by one {one_by_one:?}, lean {lean}, \
+                 dense {dense}"
+            );
+            let assigned: Vec<u64> = fast.history.iter().map(|h| h.assigned).collect();
+            if one_by_one == Some(false) && lean {
+                assert_eq!(*tested.get_or_insert_with(|| assigned.clone()), assigned, "{what}");
+            }
             assert_eq!(fast.run.bytes_read, x.len() as u64 * dtype.itemsize() as u64, "one read");
             // The bounds must have spared most records once the centres settle, or this test
             // tests nothing.
