@@ -92,7 +92,7 @@ pub(super) fn deal_pair(
 /// long as `d[0]`.
 pub(super) fn deal<const R: usize>(_proof: Avx2Fma, src: &[Complex64], d: [&mut [Complex64]; R]) {
     let n = d[0].len();
-    assert!(R == 4 || R == 8, "deal: {R} lanes");
+    const { assert!(R == 4 || R == 8, "deal: 4 or 8 lanes") };
     assert!(src.len() == R * n && d.iter().all(|x| x.len() == n));
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.

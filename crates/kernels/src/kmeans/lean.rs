@@ -134,9 +134,10 @@ pub(super) fn assign_lean<
                 // keeps its label (bounds.rs, rule 1), with the direct distance of `row_avx2`
                 // (the same bits as `near_avx2`), so a label that did not move is tested here.
                 if let Some(p) = pass {
-                    // Without a branch on the verdict: it is as hard to predict as the test.
-                    let (l, keep) = p.verdict(lower[i], j, dist);
-                    let keep = dense && keep && label[i] as usize == j;
+                    // Only in a dense block (a branch the whole block takes alike), and without
+                    // a branch on the verdict: it is as hard to predict as the test.
+                    let (l, keep) = if dense { p.verdict(lower[i], j, dist) } else { (0.0, false) };
+                    let keep = keep && label[i] as usize == j;
                     let fresh = p.fresh(value[o], xx);
                     (lower[i], label[i]) = (if keep { l } else { fresh }, j as u32);
                     assigned += u64::from(!keep);
