@@ -307,7 +307,8 @@ fn run() -> Result<(), String> {
     let mut errors = serde_json::Map::new();
     for peer in &peers {
         peer.run();
-        let diff = norm(&mut peer.output().iter().zip(&output).map(|(a, b)| a - b)) / reference;
+        let diff =
+            norm(&mut peer.output().iter().zip(output.iter()).map(|(a, b)| a - b)) / reference;
         if diff.is_nan() || diff >= 1e-10 {
             return Err(format!(
                 "{}: relative L2 difference {diff:e} from sluice's output",

@@ -59,6 +59,7 @@ mod twiddle;
 
 use std::sync::{Arc, Mutex};
 
+pub use huge::Buffer;
 pub use rustfft::num_complex::Complex64;
 use rustfft::{Fft as RustFft, FftDirection, FftPlanner};
 pub use spmd::{LocalFft, fft_spmd};
@@ -411,10 +412,11 @@ impl Fft {
                 let ws = &mut workspaces[0];
                 if n <= COPY_MAX {
                     // Out of place from a kept copy (rustfft's in-place path copies once more).
-                    let mut local = ws.take_local(n);
-                    local.copy_from_slice(input);
+                    let mut local = ws.take_local();
+                    let copy = huge::window(&mut local, n);
+                    copy.copy_from_slice(input);
                     let scratch = ws.scratch_mut(fft.get_outofplace_scratch_len());
-                    fft.process_outofplace_with_scratch(&mut local, output, scratch);
+                    fft.process_outofplace_with_scratch(copy, output, scratch);
                     ws.put_local(local);
                 } else {
                     // rustfft's immutable path reads the input in its first pass: no copy.
@@ -429,28 +431,23 @@ impl Fft {
             }
             Kind::Parallel(plan, section) => {
                 // A failure shows in `resize` below, as without the advice.
-                let _ = huge::reserve_huge(lanes, n);
-                lanes.resize(n, Complex64::default());
+                let lanes = huge::window(lanes, n);
                 shared::run(plan, section, workspaces, lanes, input, output, cancel)
             }
             Kind::FourStep(plan, section) => {
                 // The lanes are the workspace `M`.
-                let _ = huge::reserve_huge(lanes, n);
-                lanes.resize(n, Complex64::default());
+                let lanes = huge::window(lanes, n);
                 shared::run_four_step(plan, section, workspaces, lanes, input, output, cancel)
             }
         }
     }
 }
 
-/// `n` zeroed values on memory advised onto transparent huge pages, as `sluice fft` holds its
-/// input and output: buffers for [`Fft::process`] (`examples/fft_interleaved.rs` gives them to
-/// it, so that it runs there as it does in the CLI).
-pub fn buffer(n: usize) -> Result<Vec<Complex64>, std::collections::TryReserveError> {
-    let mut v = Vec::new();
-    huge::reserve_huge(&mut v, n)?;
-    v.resize(n, Complex64::default());
-    Ok(v)
+/// `n` zeroed values on a cache-line boundary, on memory advised onto transparent huge pages, as
+/// `sluice fft` holds its input and output: buffers for [`Fft::process`]
+/// (`examples/fft_interleaved.rs` gives them to it, so that it runs there as it does in the CLI).
+pub fn buffer(n: usize) -> Result<Buffer, std::collections::TryReserveError> {
+    Buffer::zeroed(n)
 }
 
 /// The forward FFT of `data` in place on `p` processes (rule 1): a plan, one call, and a copy of
@@ -479,8 +476,11 @@ pub fn transform_cancellable(
     if let Some(flag) = cancel {
         plan = plan.with_cancel(flag);
     }
-    let input = data.to_vec();
-    plan.process(&input, data)
+    // The copy on a cache line (`huge` rule 3); like `to_vec`, it aborts where memory is out.
+    let mut copy = Vec::new();
+    let input = huge::window(&mut copy, data.len());
+    input.copy_from_slice(data);
+    plan.process(input, data)
 }
 
 #[cfg(test)]

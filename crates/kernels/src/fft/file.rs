@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sluice_io::{Budget, OutputFile, Reservation};
 
-use super::{Complex64, Direction, Fft, PROBE_TIME, candidate_procs, fastest};
+use super::{Buffer, Complex64, Direction, Fft, PROBE_TIME, candidate_procs, fastest};
 use crate::npy::{NpyDtype, NpyHeader, read_header_as};
 use crate::{Endian, Error};
 
@@ -55,8 +55,8 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// A complex vector read from a file, with the budget it holds.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The values.
-    pub data: Vec<Complex64>,
+    /// The values, on a cache-line boundary.
+    pub data: Buffer,
     /// The bytes of `data`, held against the budget.
     pub reservation: Reservation,
 }
@@ -89,25 +89,23 @@ pub fn read_npy(path: &Path, budget: &Budget) -> Result<Loaded, Error> {
     let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     file.seek(SeekFrom::Start(header.data_offset)).map_err(open_err)?;
-    let mut data = Vec::new();
-    super::huge::reserve_huge(&mut data, n)
-        .map_err(|_| bad(format!("cannot allocate {n} values")))?;
+    let mut data = Buffer::zeroed(n).map_err(|_| bad(format!("cannot allocate {n} values")))?;
     let mut bytes = vec![0u8; CHUNK_BYTES.min(n * 16)];
-    let mut left = n;
-    while left > 0 {
-        let take = left.min(bytes.len() / 16);
+    let mut done = 0;
+    while done < n {
+        let take = (n - done).min(bytes.len() / 16);
         let buf = &mut bytes[..take * 16];
         file.read_exact(buf).map_err(open_err)?;
         let big = header.dtype.endian == Endian::Big;
-        data.extend(buf.chunks_exact(16).map(|v| {
+        for (d, v) in data[done..done + take].iter_mut().zip(buf.chunks_exact(16)) {
             let (re, im) = (v[..8].try_into().unwrap(), v[8..].try_into().unwrap());
-            if big {
+            *d = if big {
                 Complex64::new(f64::from_be_bytes(re), f64::from_be_bytes(im))
             } else {
                 Complex64::new(f64::from_le_bytes(re), f64::from_le_bytes(im))
-            }
-        }));
-        left -= take;
+            };
+        }
+        done += take;
     }
     Ok(Loaded { data, reservation })
 }
@@ -188,12 +186,10 @@ pub fn fft_file(
     let work_bytes = plans.iter().map(Fft::workspace_bytes).sum();
     let work_reservation = hold("the FFT workspace", work_bytes)?;
     let loaded = read_npy(input, budget)?;
-    let mut result = Vec::new();
-    super::huge::reserve_huge(&mut result, n).map_err(|_| Error::BadArray {
+    let mut result = Buffer::zeroed(n).map_err(|_| Error::BadArray {
         path: input.to_path_buf(),
         reason: format!("cannot allocate {n} values"),
     })?;
-    result.resize(n, Complex64::default());
     // Several candidates (small n, no --procs): keep the fastest on this input, now.
     let started = Instant::now();
     let best = fastest(&plans, &loaded.data, &mut result, PROBE_TIME)?;

@@ -12,6 +12,14 @@
 //!    is touched. It never changes the values or the length of `v`; when the allocation fails
 //!    it returns the error and leaves `v` as it was.
 //! 2. Where THP is off or `madvise` fails, nothing happens (4 KiB pages, as without it).
+//! 3. [`window`] returns n values of `v` that start on a 64-byte boundary (a cache line) where
+//!    `v`'s allocation is 16-byte aligned, as every allocator here gives (at the allocation's
+//!    start otherwise), growing `v` to n + 3 values as rule 1 and `Vec::resize` do; the values
+//!    are those `v` held there. A [`Buffer`] owns such a window.
+//!
+//! Why rule 3: glibc puts a large allocation 16 bytes past a page boundary, so every other
+//! 32-byte load of the AVX2 loops and of rustfft crosses a cache line; aligned input, output and
+//! lanes made `sluice fft` faster at every size tried (session 35, `bench/kernels/README.md`).
 
 #![allow(unsafe_code)]
 
@@ -53,6 +61,60 @@ fn advise(v: &mut Vec<Complex64>) {
     };
     #[cfg(not(target_os = "linux"))]
     let _ = len;
+}
+
+/// Values in a 64-byte cache line.
+const LINE_VALUES: usize = 4;
+
+/// Rule 3.
+pub(super) fn window(v: &mut Vec<Complex64>, n: usize) -> &mut [Complex64] {
+    let len = n + LINE_VALUES - 1;
+    // A failure shows in `resize` below, as without the advice.
+    let _ = reserve_huge(v, len);
+    if v.len() < len {
+        v.resize(len, Complex64::default());
+    }
+    let start = line_offset(v);
+    &mut v[start..start + n]
+}
+
+/// The index of the first value of `v` on a 64-byte boundary (0 where none is).
+fn line_offset(v: &[Complex64]) -> usize {
+    let at = v.as_ptr() as usize;
+    if at % 16 == 0 { (64 - at % 64) % 64 / 16 } else { 0 }
+}
+
+/// n values on a cache-line boundary, advised onto huge pages (rules 1 and 3): the FFT's
+/// buffers (`fft::buffer`), a slice by `Deref`.
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    v: Vec<Complex64>,
+    start: usize,
+    n: usize,
+}
+
+impl Buffer {
+    /// n zeros, or the error of an allocation that failed.
+    pub fn zeroed(n: usize) -> Result<Buffer, TryReserveError> {
+        let mut v = Vec::new();
+        reserve_huge(&mut v, n + LINE_VALUES - 1)?;
+        window(&mut v, n);
+        let start = line_offset(&v);
+        Ok(Buffer { v, start, n })
+    }
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = [Complex64];
+    fn deref(&self) -> &[Complex64] {
+        &self.v[self.start..self.start + self.n]
+    }
+}
+
+impl std::ops::DerefMut for Buffer {
+    fn deref_mut(&mut self) -> &mut [Complex64] {
+        &mut self.v[self.start..self.start + self.n]
+    }
 }
 
 /// Asks the CPU to bring the cache line of `v[i]` into its caches ahead of a strided read that
@@ -116,5 +178,23 @@ mod tests {
         let cap = v.capacity();
         reserve_huge(&mut v, 3).unwrap();
         assert_eq!((v.capacity(), v.len()), (cap, 5));
+    }
+
+    /// Rule 3: the window starts on a line where the allocation allows it, holds n values and
+    /// keeps what the vector held; a `Buffer` is such a window of zeros.
+    #[test]
+    fn rule3_windows_start_on_a_cache_line() {
+        for n in [1usize, 3, 1000, 1 << 16] {
+            let mut v: Vec<Complex64> = (0..7).map(|i| Complex64::new(i as f64, 0.0)).collect();
+            let w = window(&mut v, n);
+            assert_eq!(w.len(), n);
+            let at = w.as_ptr() as usize;
+            assert!(at % 64 == 0 || v.as_ptr() as usize % 16 != 0, "n {n}: at {at:#x}");
+            assert!(v.len() >= n + 3 && v[..7].iter().enumerate().all(|(i, x)| x.re == i as f64));
+            let b = Buffer::zeroed(n).unwrap();
+            assert_eq!(b.len(), n);
+            assert!(b.iter().all(|x| *x == Complex64::default()));
+            assert!(b.as_ptr() as usize % 64 == 0 || b.v.as_ptr() as usize % 16 != 0);
+        }
     }
 }

@@ -59,12 +59,10 @@ pub(super) struct Workspace {
 }
 
 impl Workspace {
-    /// The local buffer, `m` long; give it back with `put_local`.
-    pub(super) fn take_local(&mut self, m: usize) -> Vec<Complex64> {
-        let mut local = std::mem::take(&mut self.local);
-        let _ = super::huge::reserve_huge(&mut local, m);
-        local.resize(m, Complex64::default());
-        local
+    /// The local buffer, to take `m` values on a cache line from with `huge::window`; give it
+    /// back with `put_local`.
+    pub(super) fn take_local(&mut self) -> Vec<Complex64> {
+        std::mem::take(&mut self.local)
     }
 
     /// Keeps `local` for the next call.
@@ -85,16 +83,12 @@ impl Workspace {
         scratch: usize,
     ) -> (&mut [Complex64], &mut [Complex64]) {
         self.tile_mut(tile);
-        self.scratch_mut(scratch);
-        (&mut self.tile[..tile], &mut self.scratch[..scratch])
+        (&mut self.tile[..tile], super::huge::window(&mut self.scratch, scratch))
     }
 
-    /// The scratch buffer, at least `len` long.
+    /// The scratch buffer, `len` values on a cache line (`huge` rule 3).
     pub(super) fn scratch_mut(&mut self, len: usize) -> &mut [Complex64] {
-        // A failure shows in `resize` below, as without the advice.
-        let _ = super::huge::reserve_huge(&mut self.scratch, len);
-        self.scratch.resize(len.max(self.scratch.len()), Complex64::default());
-        &mut self.scratch[..len]
+        super::huge::window(&mut self.scratch, len)
     }
 }
 
