@@ -21,6 +21,13 @@
 //! and each process's rustfft scratch and tile. A sync separates the supersteps; the disjoint
 //! parts of `lanes` and `output` each process takes in a superstep come from [`View`].
 //!
+//! By receiver, up to [`RECEIVER_MAX`] where a thread's lanes fill whole cache lines of each
+//! row of p (four or more lanes a thread): steps 1 and 2 are one superstep. Thread s reads its
+//! lanes' values out of the whole input (its four of each row of eight are one cache line where
+//! the input is aligned, and which lanes are whose follows the input's alignment:
+//! `line_start`), writes them into their output rows, and transforms the rows there in place:
+//! no `lanes`, one sync fewer.
+//!
 //! The only `unsafe` code of the FFT besides `exchange`: safe Rust cannot hand p threads
 //! disjoint `&mut` parts of one buffer partitioned differently in each superstep (lanes by
 //! sender, then whole rows, then column blocks of every row), so [`View::part`] makes them from
@@ -56,6 +63,14 @@ use crate::Error;
 /// while they are copied to the p lanes.
 const ROWS: usize = 128;
 
+/// Largest n dealt by receiver (module docs). `bench/kernels/fft_ab`, the build before against
+/// it, 8 lanes on 2 threads, buffers on cache lines (session 35, Intel, 2 vCPUs, L2 2 MiB a
+/// core): 2^16 1.025 (won 9 of 12), 2^17 1.047 (12 of 12); above, rustfft's in-place
+/// transform (a copy through its scratch) costs more than the sync and the lanes save: 2^18
+/// 0.962 (2 of 6), 2^20 0.949 (0 of 6). Dealt by receiver into lanes and transformed out of
+/// place instead: 2^16 1.024, 2^17 0.820, 2^18 0.952.
+pub(super) const RECEIVER_MAX: usize = 1 << 17;
+
 /// Rule 1.
 pub(super) fn run(
     plan: &LocalFft,
@@ -72,30 +87,51 @@ pub(super) fn run(
     assert!(input.len() == n && output.len() == n && lanes.len() == n);
     assert!(q == section.procs() && v % q == 0, "shared::run: {v} lanes on {q} threads");
     let share = v / q;
+    // Thread s's lanes: (w + j) mod v for j < share, w = first + s·share. By receiver, the
+    // first lane's value of row 0 begins a cache line, so each thread reads whole lines.
+    let by_receiver = share % LINE == 0 && n <= RECEIVER_MAX;
+    let first = if by_receiver { line_start(input) } else { 0 };
+    let own = |s: usize| (0..share).map(move |j| (first + s * share + j) % v);
     let (lanes, out) = (View::new(lanes), View::new(output));
     on_each(section, bufs, |ctx, s, ws| {
         ws.scratch_mut(plan.scratch_len());
         ws.tile_mut(TILE * v);
-        // Superstep 1: thread s's lanes s·share.. deal x[s·share·m..(s+1)·share·m] out to
-        // the v lanes.
-        {
-            let mut dst = Vec::with_capacity(v);
-            for t in 0..v {
-                // SAFETY: (rule 3) thread s takes values s·share·b..(s+1)·share·b of each lane
-                // t; these ranges are disjoint across t and s, and dropped before the sync.
-                dst.push(unsafe { lanes.part(t * m + s * share * b, share * b) });
+        if by_receiver {
+            // Superstep 1a: thread s deals its own lanes out of the whole input into their
+            // output rows, and transforms them there.
+            let mut rows = Vec::with_capacity(share);
+            for t in own(s) {
+                // SAFETY: (rule 3) thread s takes its rows whole; the rows of different threads
+                // are disjoint (`own`), and all are dropped before the sync.
+                rows.push(unsafe { out.part(t * m, m) });
             }
-            gather(plan, &input[s * share * m..(s + 1) * share * m], &mut dst);
-        }
-        check_cancel(cancel)?;
-        ctx.sync()?;
-        // Superstep 2: output row r = FFT_m(lane r) for thread s's lanes r.
-        for r in s * share..(s + 1) * share {
-            // SAFETY: (rule 3) thread s takes its lanes and output rows whole; rows of
-            // different threads are disjoint, and both are dropped before the sync.
-            let (lane, row) = unsafe { (lanes.part(r * m, m), out.part(r * m, m)) };
-            let scratch = ws.scratch_mut(plan.scratch_len());
-            plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
+            deal_own(plan, input, first + s * share, &mut rows);
+            let scratch = ws.scratch_mut(plan.fft_m.get_inplace_scratch_len());
+            for row in rows {
+                plan.fft_m.process_with_scratch(row, scratch);
+            }
+        } else {
+            // Superstep 1b: thread s deals x[s·share·m..(s+1)·share·m] out to the v lanes.
+            {
+                let mut dst = Vec::with_capacity(v);
+                for t in 0..v {
+                    // SAFETY: (rule 3) thread s takes values s·share·b..(s+1)·share·b of each
+                    // lane t; these ranges are disjoint across t and s, and dropped before the
+                    // sync.
+                    dst.push(unsafe { lanes.part(t * m + s * share * b, share * b) });
+                }
+                gather(plan, &input[s * share * m..(s + 1) * share * m], &mut dst);
+            }
+            check_cancel(cancel)?;
+            ctx.sync()?;
+            // Superstep 2: output row r = FFT_m(lane r) for thread s's lanes r.
+            for r in own(s) {
+                // SAFETY: (rule 3) thread s takes its lanes and output rows whole; rows of
+                // different threads are disjoint, and both are dropped before the sync.
+                let (lane, row) = unsafe { (lanes.part(r * m, m), out.part(r * m, m)) };
+                let scratch = ws.scratch_mut(plan.scratch_len());
+                plan.fft_m.process_outofplace_with_scratch(lane, row, scratch);
+            }
         }
         check_cancel(cancel)?;
         ctx.sync()?;
@@ -213,6 +249,35 @@ fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
     for (i, block) in src.chunks(ROWS * p).enumerate() {
         let l0 = i * ROWS;
         for (t, lane) in dst.iter_mut().enumerate() {
+            for (d, row) in lane[l0..].iter_mut().zip(block.chunks_exact(p)) {
+                *d = row[t];
+            }
+        }
+    }
+}
+
+/// Values in a cache line (64 bytes).
+const LINE: usize = 4;
+
+/// The index of the first value of `x` that begins a cache line: 0 where `x` is not 16-byte
+/// aligned (its values then straddle lines whatever the split).
+fn line_start(x: &[Complex64]) -> usize {
+    let at = x.as_ptr() as usize;
+    if at % 16 == 0 { (LINE - at / 16 % LINE) % LINE } else { 0 }
+}
+
+/// `dst[j][l] = src[(w + j) mod p + p·l]`: the lanes of one thread out of the whole input, in
+/// blocks of `ROWS` rows so each input line is read from memory once.
+fn deal_own(plan: &LocalFft, src: &[Complex64], w: usize, dst: &mut [&mut [Complex64]]) {
+    let p = plan.p;
+    if let ([d0, d1, d2, d3], 8, Some(proof)) = (&mut *dst, p, plan.simd) {
+        super::simd::deal_window(proof, src, w, [d0, d1, d2, d3]);
+        return;
+    }
+    for (i, block) in src.chunks(ROWS * p).enumerate() {
+        let l0 = i * ROWS;
+        for (j, lane) in dst.iter_mut().enumerate() {
+            let t = (w + j) % p;
             for (d, row) in lane[l0..].iter_mut().zip(block.chunks_exact(p)) {
                 *d = row[t];
             }

@@ -38,6 +38,9 @@
 //!    once per component: within a few ulps of the portable arithmetic.
 //! 10. [`deal`] with eight lanes gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the
 //!     portable loop.
+//! 11. [`deal_window`] gives `d[j][l] = src[8l + (w + j) mod 8]` for j < 4, w < 8 and every l,
+//!     bit for bit: four of the eight lanes, those whose values of a row start at its value w
+//!     (where value w of row 0 begins a cache line, each row's four are one whole line).
 
 #![allow(unsafe_code)]
 
@@ -101,6 +104,19 @@ pub(super) fn deal<const R: usize>(_proof: Avx2Fma, src: &[Complex64], d: [&mut 
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (src, d);
+}
+
+/// Rule 11. `src` holds `8·d[0].len()` values; every `d[j]` is as long as `d[0]`.
+pub(super) fn deal_window(_proof: Avx2Fma, src: &[Complex64], w: usize, d: [&mut [Complex64]; 4]) {
+    let n = d[0].len();
+    assert!(w < 8 && src.len() == 8 * n && d.iter().all(|x| x.len() == n));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `proof` exists only where AVX2 runs (rule 1); the lengths are checked above.
+    unsafe {
+        deal_window_avx2(src, w, d);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, w, d);
 }
 
 /// Rule 3, for one tile: `a[i], c[i] ← (u + v)·f, (u − v)·f` with `u = a[i]`,
@@ -593,6 +609,44 @@ unsafe fn deal_avx2<const R: usize>(src: &[Complex64], d: [&mut [Complex64]; R])
 }
 
 /// # Safety
+/// AVX2 must run; `w < 8`, `src` holds `8·d[0].len()` values and every lane as many as `d[0]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn deal_window_avx2(src: &[Complex64], w: usize, d: [&mut [Complex64]; 4]) {
+    let n = d[0].len();
+    // Value j of row l's window, src[8l + w + j], is value l + δ_j of lane (w + j) mod 8.
+    let delta: [usize; 4] = std::array::from_fn(|j| (w + j) / 8);
+    // Rows 0..rows, in pairs: each holds its whole window (8(rows − 1) + w + 3 < 8n) and lands
+    // inside the lanes (rows − 1 + δ_j < n).
+    let rows = n.saturating_sub(1) & !1;
+    let ps = src.as_ptr().cast::<f64>();
+    let pd: [*mut f64; 4] = std::array::from_fn(|j| d[j].as_mut_ptr().cast::<f64>());
+    let mut l = 0;
+    while l < rows {
+        // SAFETY: rows l and l + 1 < rows of the windows and values l + δ_j, l + 1 + δ_j of each
+        // lane lie inside them (above); value i starts at f64 offset 2i.
+        unsafe {
+            let at = |r: usize, j: usize| _mm256_loadu_pd(ps.add(2 * (8 * r + w + j)));
+            let (a0, a1, b0, b1) = (at(l, 0), at(l, 2), at(l + 1, 0), at(l + 1, 2));
+            let to = |j: usize| pd[j].add(2 * (l + delta[j]));
+            _mm256_storeu_pd(to(0), _mm256_permute2f128_pd::<0x20>(a0, b0));
+            _mm256_storeu_pd(to(1), _mm256_permute2f128_pd::<0x31>(a0, b0));
+            _mm256_storeu_pd(to(2), _mm256_permute2f128_pd::<0x20>(a1, b1));
+            _mm256_storeu_pd(to(3), _mm256_permute2f128_pd::<0x31>(a1, b1));
+        }
+        l += 2;
+    }
+    // What the pairs left: values 0..δ_j and rows + δ_j..n of lane j.
+    for (j, lane) in pd.into_iter().enumerate() {
+        let t = (w + j) % 8;
+        for l in (0..delta[j]).chain(rows + delta[j]..n) {
+            // SAFETY: value l < n lies inside every lane and 8l + t inside `src`.
+            unsafe { *lane.cast::<Complex64>().add(l) = src[8 * l + t] };
+        }
+    }
+}
+
+/// # Safety
 /// AVX2 and FMA must run; every row as long as `rows[0]`, and `steps[1..]` at least as long.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
@@ -856,5 +910,24 @@ mod tests {
     #[test]
     fn rule10_the_oct_deal_is_the_plain_deinterleave() {
         check_deal(deal::<8>, 41);
+    }
+
+    /// Rule 11 against the plain deinterleave: every window start, odd and even lengths.
+    #[test]
+    fn rule11_the_window_deal_is_the_plain_deinterleave() {
+        let Some(proof) = detect() else { return };
+        for n in [1, 2, 3, 4, 64, 129] {
+            let src = values(8 * n, 42 + n as u64);
+            for w in 0..8 {
+                let mut lanes = vec![vec![Complex64::default(); n]; 4];
+                let refs: Vec<&mut [Complex64]> = lanes.iter_mut().map(|l| &mut l[..]).collect();
+                deal_window(proof, &src, w, refs.try_into().expect("4 lanes"));
+                for (j, lane) in lanes.iter().enumerate() {
+                    for (l, v) in lane.iter().enumerate() {
+                        assert_eq!(*v, src[8 * l + (w + j) % 8], "n {n} w {w} lane {j} value {l}");
+                    }
+                }
+            }
+        }
     }
 }

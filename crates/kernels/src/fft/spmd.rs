@@ -149,7 +149,13 @@ impl LocalFft {
     }
 
     pub(super) fn scratch_len(&self) -> usize {
-        self.fft_m.get_outofplace_scratch_len()
+        let out_of_place = self.fft_m.get_outofplace_scratch_len();
+        // Dealt by receiver, the lanes are transformed in place (`shared`).
+        if self.n <= super::shared::RECEIVER_MAX {
+            out_of_place.max(self.fft_m.get_inplace_scratch_len())
+        } else {
+            out_of_place
+        }
     }
 
     /// Step 3 on the rows `rows` (p rows of b values; R[r][q] = z_r[k1_first + q]): twiddles,

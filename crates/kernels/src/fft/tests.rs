@@ -284,6 +284,23 @@ fn several_lanes_per_thread_give_the_dft() {
             simd::PORTABLE.with(|c| c.set(false));
         }
     }
+    // By receiver, which lanes a thread takes follows the input's alignment (`shared`): inputs
+    // starting on each of the four values of a cache line.
+    let n = 1usize << 12;
+    let x = random(n + 5, 510);
+    for at in 0..4 {
+        let input = &x[at..at + n];
+        let want = naive(input, Direction::Forward);
+        for (v, q) in [(8, 2), (4, 1)] {
+            let plan = LocalFft::new(n, v, Direction::Forward).unwrap();
+            let section = section::Section::new(q).unwrap();
+            let mut bufs: Vec<spmd::Workspace> = (0..q).map(|_| Default::default()).collect();
+            let (mut lanes, mut y) = (vec![Complex64::default(); n], vec![Complex64::default(); n]);
+            shared::run(&plan, &section, &mut bufs, &mut lanes, input, &mut y, None).unwrap();
+            let err = rel_l2(&y, &want);
+            assert!(err < 1e-12, "input at value {at}, {v} lanes on {q} threads: {err}");
+        }
+    }
     let n = 1usize << 18;
     // `simd::detect`, as `lanes_for` sees it (`SLUICE_FFT_BASELINE=1` turns the kernels off).
     // `SLUICE_FFT_LANES` (a benchmark's setting) leaves the lane counts to whoever set it.
