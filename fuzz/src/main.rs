@@ -125,7 +125,7 @@ fn fuzz(t: &Target, ctx: &Ctx, o: &Options, shared: &std::path::Path) -> anyhow:
     let limit = Duration::from_secs_f64(o.seconds);
     // Seeds first, unmutated; then mutants of random corpus inputs.
     let mut pending: Vec<Vec<u8>> = corpus.iter().rev().cloned().collect();
-    while out.execs < o.execs && (out.execs % 64 != 0 || start.elapsed() < limit) {
+    while out.execs < o.execs && (!out.execs.is_multiple_of(64) || start.elapsed() < limit) {
         let input = pending.pop().unwrap_or_else(|| {
             let a = &corpus[rng.below(corpus.len())];
             let b = &corpus[rng.below(corpus.len())];

@@ -36,7 +36,7 @@ fn files(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
 /// A version-1 `.npy` header with this dictionary text, padded as NumPy pads it.
 fn npy(dict: &str) -> Vec<u8> {
     let mut h = dict.as_bytes().to_vec();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(b' ');
     }
     h.push(b'\n');

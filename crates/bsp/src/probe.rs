@@ -295,10 +295,10 @@ fn quick_measure(p: Pid) -> Result<(f64, f64, f64), Error> {
                 let gb = ((t.elapsed().as_secs_f64() - l) / big as f64).max(1e-13);
                 Ok((l, gs, gb))
             };
-            if let Ok(r) = run(ctx) {
-                if s == 0 {
-                    *out.lock().unwrap_or_else(|e| e.into_inner()) = r;
-                }
+            if let Ok(r) = run(ctx)
+                && s == 0
+            {
+                *out.lock().unwrap_or_else(|e| e.into_inner()) = r;
             }
         },
         Args::none(),

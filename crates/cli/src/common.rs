@@ -188,13 +188,13 @@ pub(crate) fn apply_flags<C: sluice_kernels::Hinted>(
     for (key, value) in sluice_kernels::hints::parse_pairs(hints)? {
         let key = sluice_kernels::hints::normalize_key(&key);
         let flag = flags.iter().find_map(|(k, v)| (*k == key).then_some(v.as_deref())).flatten();
-        if let Some(flag_value) = flag {
-            if !flag_value.trim().eq_ignore_ascii_case(value.trim()) {
-                anyhow::bail!(
-                    "--hint {key}={value} conflicts with --{} {flag_value}; give one of them",
-                    key.replace('_', "-")
-                );
-            }
+        if let Some(flag_value) = flag
+            && !flag_value.trim().eq_ignore_ascii_case(value.trim())
+        {
+            anyhow::bail!(
+                "--hint {key}={value} conflicts with --{} {flag_value}; give one of them",
+                key.replace('_', "-")
+            );
         }
     }
     for (key, value) in flags {

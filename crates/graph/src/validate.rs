@@ -253,7 +253,7 @@ fn read_npy(path: &Path, fi: usize, bytes: &[u8], out: &mut Vec<Entry>) -> Resul
         return Err(bad("fortran order"));
     }
     let data = &bytes[start + hlen..];
-    if data.len() % 16 != 0 {
+    if !data.len().is_multiple_of(16) {
         return Err(bad("truncated data"));
     }
     for (i, r) in data.chunks_exact(16).enumerate() {

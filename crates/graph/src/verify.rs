@@ -21,7 +21,7 @@ use crate::store::{self, EDGE_BYTES, GridIndex, invariants};
 /// Bytes of each read buffer (edges and weights, each).
 const CHUNK: usize = 1 << 20;
 // A piece of a packed block is whole frames.
-const _: () = assert!(CHUNK % store::packed::FRAME_BYTES == 0);
+const _: () = assert!(CHUNK.is_multiple_of(store::packed::FRAME_BYTES));
 
 /// What [`verify`] checked.
 #[derive(Debug, Clone)]

@@ -331,7 +331,9 @@ impl PipelineBuilder {
     /// Checks the settings.
     pub fn build(self) -> Result<Pipeline, Error> {
         let c = &self.config;
-        if c.block_size != 0 && (c.block_size % 4096 != 0 || c.block_size > MAX_BLOCK_SIZE) {
+        if c.block_size != 0
+            && (!c.block_size.is_multiple_of(4096) || c.block_size > MAX_BLOCK_SIZE)
+        {
             return Err(Error::BlockSize { block_size: c.block_size });
         }
         Ok(Pipeline { config: self.config })

@@ -241,16 +241,13 @@ where
             let before = next_key;
             while let Some(p) = pending.remove(&next_key) {
                 next_key += 1;
-                if let Some(p) = p {
-                    if sink_panic.is_none() {
-                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(p)));
-                        if let Err(payload) = r {
-                            shared.fail(Error::Panicked(format!(
-                                "sink: {}",
-                                panic_message(&*payload)
-                            )));
-                            sink_panic = Some(payload);
-                        }
+                if let Some(p) = p
+                    && sink_panic.is_none()
+                {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(p)));
+                    if let Err(payload) = r {
+                        shared.fail(Error::Panicked(format!("sink: {}", panic_message(&*payload))));
+                        sink_panic = Some(payload);
                     }
                 }
             }

@@ -88,7 +88,7 @@ pub fn fixed_stripe(
     let boundary = |k: u64| (base + k * block_size as u64).clamp(offset, end);
     let (start, stop) = (boundary(own.start), boundary(own.end));
     for at in [start, stop] {
-        if at != end && (at - offset) % record as u64 != 0 {
+        if at != end && !(at - offset).is_multiple_of(record as u64) {
             return Err(Error::StripeUnaligned { path: path.to_path_buf(), offset: at, record });
         }
     }

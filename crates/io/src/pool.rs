@@ -71,7 +71,7 @@ impl BufPool {
         count: usize,
         reservation: Option<Reservation>,
     ) -> std::io::Result<Arc<BufPool>> {
-        assert!(buf_size > 0 && buf_size % ALIGN == 0 && count > 0);
+        assert!(buf_size > 0 && buf_size.is_multiple_of(ALIGN) && count > 0);
         let total = buf_size
             .checked_mul(count)
             .ok_or_else(|| std::io::Error::other("buffer pool size overflows"))?;

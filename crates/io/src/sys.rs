@@ -91,10 +91,10 @@ pub(crate) fn cached_bytes(file: &File, offset: u64, len: u64) -> Option<(u64, P
     if len == 0 {
         return Some((0, Probe::Cachestat));
     }
-    if std::env::var_os("SLUICE_NO_CACHESTAT").is_none() {
-        if let Some(bytes) = cachestat(file, offset, len) {
-            return Some((bytes, Probe::Cachestat));
-        }
+    if std::env::var_os("SLUICE_NO_CACHESTAT").is_none()
+        && let Some(bytes) = cachestat(file, offset, len)
+    {
+        return Some((bytes, Probe::Cachestat));
     }
     mincore(file, offset, len).map(|bytes| (bytes, Probe::Mincore))
 }

@@ -52,7 +52,7 @@ impl BlockKernel for Records {
             RecordLayout::Fixed(n) => {
                 assert_eq!(block.stream_offset % n.get() as u64, 0, "block starts mid-record");
                 assert!(
-                    block.data.len() % n.get() == 0 || end == self.stream_len,
+                    block.data.len().is_multiple_of(n.get()) || end == self.stream_len,
                     "block at {} ends inside a record",
                     block.stream_offset
                 );
@@ -742,7 +742,7 @@ proptest! {
         if kind == 1 {
             for f in &mut files {
                 for b in f.iter_mut() {
-                    *b = if (*b as usize) % param == 0 { b'\n' } else { b'a' + *b % 26 };
+                    *b = if (*b as usize).is_multiple_of(param) { b'\n' } else { b'a' + *b % 26 };
                 }
             }
         }
@@ -777,7 +777,7 @@ impl BlockKernel for Jittery {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        if x % 3 == 0 {
+        if x.is_multiple_of(3) {
             std::thread::sleep(std::time::Duration::from_micros(x % 300));
         }
         block.data.iter().filter(|&&b| b == b'\n').count()

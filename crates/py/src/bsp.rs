@@ -204,7 +204,7 @@ impl Context {
         let (a, _) = contiguous(py, "put", &src, false)?;
         let item = self.itemsize("put", slot)?;
         let bytes: Vec<u8> = a.call_method0("tobytes")?.extract()?;
-        if bytes.len() % item != 0 {
+        if !bytes.len().is_multiple_of(item) {
             return Err(InputError::new_err(format!(
                 "put: {} bytes of source are not whole items of {item} bytes",
                 bytes.len()

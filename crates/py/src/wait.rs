@@ -102,11 +102,11 @@ impl<'py> Reporter<'py> {
                 None => f.call1((done, total)).map(drop),
             },
             Reporter::Tqdm { bar, shown, phase } => {
-                if let Some(now) = watch.phase().flatten() {
-                    if *phase != Some(now) {
-                        bar.call_method1("set_description", (now,))?;
-                        *phase = Some(now);
-                    }
+                if let Some(now) = watch.phase().flatten()
+                    && *phase != Some(now)
+                {
+                    bar.call_method1("set_description", (now,))?;
+                    *phase = Some(now);
                 }
                 let done = done.min(total);
                 if done > *shown {

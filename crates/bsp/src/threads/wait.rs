@@ -71,10 +71,10 @@ impl Waker {
     /// Call after making a condition this waker's owner may wait on true.
     pub fn signal(&self) {
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
-            if let Some(t) = self.thread.get() {
-                t.unpark();
-            }
+        if self.sleeping.load(Ordering::Relaxed)
+            && let Some(t) = self.thread.get()
+        {
+            t.unpark();
         }
     }
 

@@ -604,13 +604,12 @@ impl Graph {
                     }
                     hasher.combine(&part.crc);
                     *done += part.len;
-                    if *done == x.stored {
-                        if let Some((_, h, _)) = check.take() {
-                            if h.finalize() != self.grids[x.grid].index.crcs[x.block] {
-                                failure = Some(corrupt(x));
-                                return;
-                            }
-                        }
+                    if *done == x.stored
+                        && let Some((_, h, _)) = check.take()
+                        && h.finalize() != self.grids[x.grid].index.crcs[x.block]
+                    {
+                        failure = Some(corrupt(x));
+                        return;
                     }
                     let step = open(x.group, &mut cur, &mut next_group).and_then(|()| {
                         let b = &mut cur.as_mut().ok_or_else(|| corrupt(x))?.1;

@@ -33,13 +33,13 @@ pub(super) fn apply_block<K: EdgeKernel>(
         if !k.cond(dbase + d, st) {
             return;
         }
-        if let Some(v) = gather_edge(k, active, prev, sbase + s, w) {
-            if k.apply(dbase + d, v, st) {
-                let (wi, b) = ((d / 64) as usize, d % 64);
-                if bits[wi] & (1 << b) == 0 {
-                    bits[wi] |= 1 << b;
-                    changed += 1;
-                }
+        if let Some(v) = gather_edge(k, active, prev, sbase + s, w)
+            && k.apply(dbase + d, v, st)
+        {
+            let (wi, b) = ((d / 64) as usize, d % 64);
+            if bits[wi] & (1 << b) == 0 {
+                bits[wi] |= 1 << b;
+                changed += 1;
             }
         }
     };

@@ -135,10 +135,10 @@ impl<'a> EdgeArrays<'a> {
         if dst.len() != n {
             return Err(mismatch("dst", dst.len()));
         }
-        if let Some(w) = &weights {
-            if w.len() != n {
-                return Err(mismatch("weight", w.len()));
-            }
+        if let Some(w) = &weights
+            && w.len() != n
+        {
+            return Err(mismatch("weight", w.len()));
         }
         Ok(EdgeArrays { src, dst, weights })
     }

@@ -230,13 +230,13 @@ pub(super) fn bucket_edges(
     // The writer's error first: a failed write makes the rest moot.
     written?;
     res?;
-    if let Some((_, _, nnz)) = source.mtx {
-        if nnz != input_edges {
-            return Err(Error::Input {
-                path: source.files[0].path.clone(),
-                msg: format!("the size line promises {nnz} entries, the file has {input_edges}"),
-            });
-        }
+    if let Some((_, _, nnz)) = source.mtx
+        && nnz != input_edges
+    {
+        return Err(Error::Input {
+            path: source.files[0].path.clone(),
+            msg: format!("the size line promises {nnz} entries, the file has {input_edges}"),
+        });
     }
     Ok(input_edges)
 }

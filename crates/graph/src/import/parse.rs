@@ -141,7 +141,7 @@ pub(super) fn parse_bin(
     let n = data.len() / rec;
     out.src.reserve(n);
     out.dst.reserve(n);
-    if data.len() % rec != 0 {
+    if !data.len().is_multiple_of(rec) {
         return Err(ParseFail {
             offset: base + (n * rec) as u64,
             msg: format!("file length is not a multiple of the {rec}-byte record"),

@@ -330,10 +330,10 @@ fn uring_thread<K: BlockKernel>(shared: &Shared<'_, K>, t: usize, mut ring: Ring
                 }
             }
         }
-        if ring.inflight() == 0 {
-            if let Some(since) = busy_since.take() {
-                out.busy_ns += shared.now_ns() - since;
-            }
+        if ring.inflight() == 0
+            && let Some(since) = busy_since.take()
+        {
+            out.busy_ns += shared.now_ns() - since;
         }
     }
     drop(ring); // waits for reads in flight (uring.rs rule 3)

@@ -53,7 +53,7 @@ impl Settings {
             workers: pick(config.workers, cores),
             inject,
         };
-        if s.block_size % ALIGN != 0 || s.block_size > MAX_BLOCK_SIZE {
+        if !s.block_size.is_multiple_of(ALIGN) || s.block_size > MAX_BLOCK_SIZE {
             return Err(Error::BlockSize { block_size: s.block_size });
         }
         if s.queue_depth > MAX_QUEUE_DEPTH {

@@ -173,7 +173,7 @@ impl<K: BlockKernel> Shared<'_, K> {
                 Ok(0) => return Err(self.short_read(chunk, at)),
                 Ok(n) => {
                     done += n;
-                    if file.direct && done < need && done % ALIGN != 0 {
+                    if file.direct && done < need && !done.is_multiple_of(ALIGN) {
                         return Err(self.short_read(chunk, chunk.read_offset + done as u64));
                     }
                 }

@@ -80,7 +80,7 @@ impl Shared {
         while !ready() {
             std::hint::spin_loop();
             round = round.wrapping_add(1);
-            if round % 64 == 0 && start.elapsed() >= spin {
+            if round.is_multiple_of(64) && start.elapsed() >= spin {
                 self.sleep_until(&ready);
                 return;
             }

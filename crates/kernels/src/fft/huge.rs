@@ -81,7 +81,7 @@ pub(super) fn window(v: &mut Vec<Complex64>, n: usize) -> &mut [Complex64] {
 /// The index of the first value of `v` on a 64-byte boundary (0 where none is).
 fn line_offset(v: &[Complex64]) -> usize {
     let at = v.as_ptr() as usize;
-    if at % 16 == 0 { (64 - at % 64) % 64 / 16 } else { 0 }
+    if at.is_multiple_of(16) { (64 - at % 64) % 64 / 16 } else { 0 }
 }
 
 /// n values on a cache-line boundary, advised onto huge pages (rules 1 and 3): the FFT's
@@ -189,12 +189,18 @@ mod tests {
             let w = window(&mut v, n);
             assert_eq!(w.len(), n);
             let at = w.as_ptr() as usize;
-            assert!(at % 64 == 0 || v.as_ptr() as usize % 16 != 0, "n {n}: at {at:#x}");
+            assert!(
+                at.is_multiple_of(64) || !(v.as_ptr() as usize).is_multiple_of(16),
+                "n {n}: at {at:#x}"
+            );
             assert!(v.len() >= n + 3 && v[..7].iter().enumerate().all(|(i, x)| x.re == i as f64));
             let b = Buffer::zeroed(n).unwrap();
             assert_eq!(b.len(), n);
             assert!(b.iter().all(|x| *x == Complex64::default()));
-            assert!(b.as_ptr() as usize % 64 == 0 || b.v.as_ptr() as usize % 16 != 0);
+            assert!(
+                (b.as_ptr() as usize).is_multiple_of(64)
+                    || !(b.v.as_ptr() as usize).is_multiple_of(16)
+            );
         }
     }
 }

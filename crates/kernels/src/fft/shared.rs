@@ -263,7 +263,7 @@ const LINE: usize = 4;
 /// aligned (its values then straddle lines whatever the split).
 fn line_start(x: &[Complex64]) -> usize {
     let at = x.as_ptr() as usize;
-    if at % 16 == 0 { (LINE - at / 16 % LINE) % LINE } else { 0 }
+    if at.is_multiple_of(16) { (LINE - at / 16 % LINE) % LINE } else { 0 }
 }
 
 /// `dst[j][l] = src[(w + j) mod p + p·l]`: the lanes of one thread out of the whole input, in

@@ -100,10 +100,8 @@ pub(super) fn nearest_one<T: Float, const BIG: bool, const FMA: bool>(
     prep: &Prepared<T>,
     x: &mut [T],
 ) -> (u32, T) {
-    if !BIG {
-        if let Some(found) = avx2.and_then(|a| nearest_one_avx2(a, r, &prep.m2ct, &prep.npad)) {
-            return found;
-        }
+    if !BIG && let Some(found) = avx2.and_then(|a| nearest_one_avx2(a, r, &prep.m2ct, &prep.npad)) {
+        return found;
     }
     let d = r.len() / T::SIZE;
     for (v, b) in x.iter_mut().zip(r.chunks_exact(T::SIZE)) {

@@ -163,10 +163,10 @@ impl BoundStore {
     /// this store does not hold is left alone.
     pub(crate) fn relabel(&self, index: u64, label: usize) {
         let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((&first, b)) = blocks.range_mut(..=index).next_back() {
-            if let Some(i) = usize::try_from(index - first).ok().filter(|&i| i < b.label.len()) {
-                (b.label[i], b.lower[i], b.upper[i]) = (label as u32, 0.0, f64::INFINITY);
-            }
+        if let Some((&first, b)) = blocks.range_mut(..=index).next_back()
+            && let Some(i) = usize::try_from(index - first).ok().filter(|&i| i < b.label.len())
+        {
+            (b.label[i], b.lower[i], b.upper[i]) = (label as u32, 0.0, f64::INFINITY);
         }
     }
 

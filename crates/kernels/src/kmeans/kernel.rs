@@ -126,10 +126,10 @@ impl Farthest {
     pub(super) fn push(&mut self, p: FarPoint) {
         if self.heap.len() < self.cap {
             self.heap.push(Kept(p));
-        } else if let Some(mut top) = self.heap.peek_mut() {
-            if p.rank(&top.0) == Ordering::Greater {
-                top.0 = p;
-            }
+        } else if let Some(mut top) = self.heap.peek_mut()
+            && p.rank(&top.0) == Ordering::Greater
+        {
+            top.0 = p;
         }
     }
 

@@ -336,7 +336,7 @@ pub(super) fn nearest_one_avx2<T: Float>(
     npad: &[T],
 ) -> Option<(u32, T)> {
     let (d, kp, lanes) = (r.len() / T::SIZE, npad.len(), 32 / T::SIZE);
-    if r.len() % T::SIZE != 0 || kp % lanes != 0 || m2ct.len() != d * kp {
+    if !r.len().is_multiple_of(T::SIZE) || kp % lanes != 0 || m2ct.len() != d * kp {
         return None;
     }
     #[cfg(target_arch = "x86_64")]

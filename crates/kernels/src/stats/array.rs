@@ -56,10 +56,11 @@ pub fn open_array(path: &Path, config: &StatsConfig) -> Result<ArrayInfo, Error>
         if let Some(s) = config.dtype.filter(|&s| s != header.dtype.scalar) {
             return Err(mismatch("dtype", s.name().into(), header.descr.clone()));
         }
-        if let Some(e) = config.endian {
-            if header.dtype.itemsize() > 1 && e != header.dtype.endian {
-                return Err(mismatch("endian", e.name().into(), header.descr.clone()));
-            }
+        if let Some(e) = config.endian
+            && header.dtype.itemsize() > 1
+            && e != header.dtype.endian
+        {
+            return Err(mismatch("endian", e.name().into(), header.descr.clone()));
         }
         return Ok(ArrayInfo {
             path: path.to_path_buf(),

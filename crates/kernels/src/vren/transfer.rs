@@ -108,13 +108,13 @@ impl Transfer {
             if let Some(bad) = rgba.iter().find(|c| !(0.0..=1.0).contains(*c)) {
                 return Err(fail(i + 1, format!("colour and opacity lie in [0, 1]; found {bad}")));
             }
-            if let Some(&(prev, _)) = points.last() {
-                if nums[0] <= prev {
-                    return Err(fail(
-                        i + 1,
-                        format!("value {} does not exceed the previous point's {prev}", nums[0]),
-                    ));
-                }
+            if let Some(&(prev, _)) = points.last()
+                && nums[0] <= prev
+            {
+                return Err(fail(
+                    i + 1,
+                    format!("value {} does not exceed the previous point's {prev}", nums[0]),
+                ));
             }
             points.push((nums[0], rgba));
         }
