@@ -38,6 +38,8 @@
 //!    once per component: within a few ulps of the portable arithmetic.
 //! 10. [`deal`] with eight lanes gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the
 //!     portable loop.
+//! 12. [`combine_oct_wide`] gives [`combine_oct`]'s values: within a few ulps of the portable
+//!     arithmetic ([`detect_wide`] gives its proof where the CPU runs AVX-512F and DQ).
 //! 11. [`deal_window`] gives `d[j][l] = src[8l + (w + j) mod 8]` for j < 4, w < 8 and every l,
 //!     bit for bit: four of the eight lanes, those whose values of a row start at its value w
 //!     (where value w of row 0 begins a cache line, each row's four are one whole line).
@@ -51,12 +53,22 @@ use super::twiddle::Twiddles;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-pub(super) use crate::cpu::Avx2Fma;
+pub(super) use crate::cpu::{Avx2Fma, Avx512};
 
 #[cfg(test)]
 thread_local! {
     /// Tests force the portable loops on their own thread (the environment is the process's).
     pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The proof of rule 12, as [`detect`] (`SLUICE_FFT_BASELINE=1` turns it off too), unless
+/// `SLUICE_FFT_AVX512` is `0` (benchmarks compare the two with it).
+pub(super) fn detect_wide() -> Option<Avx512> {
+    detect()?;
+    if std::env::var("SLUICE_FFT_AVX512").as_deref() == Ok("0") {
+        return None;
+    }
+    Avx512::detect()
 }
 
 /// Rule 1.
@@ -190,6 +202,43 @@ combine_in_registers!(
     combine_oct_fma,
     8
 );
+
+/// Rule 12, for one tile: as [`combine_oct`], four columns at a time in 512-bit registers, the
+/// last `len mod 4` columns by [`combine_oct`].
+pub(super) fn combine_oct_wide(
+    _wide: Avx512,
+    proof: Avx2Fma,
+    mut rows: [&mut [Complex64]; 8],
+    steps: [&[Complex64]; 8],
+    base: [Complex64; 8],
+    inverse: bool,
+    scale: Option<f64>,
+) {
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && steps[1..].iter().all(|s| s.len() >= n));
+    let wide = n - n % 4;
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = rows.each_mut().map(|r| r.as_mut_ptr());
+        let f = scale.unwrap_or(1.0);
+        // SAFETY: `wide` exists only where AVX-512F and DQ run (rule 1); the lengths are
+        // checked above, and `p[r]` points at row r, which this call borrows mutably.
+        unsafe {
+            match (inverse, scale.is_some()) {
+                (false, false) => combine_oct_512::<false, false>(p, wide, steps, base, f),
+                (false, true) => combine_oct_512::<false, true>(p, wide, steps, base, f),
+                (true, false) => combine_oct_512::<true, false>(p, wide, steps, base, f),
+                (true, true) => combine_oct_512::<true, true>(p, wide, steps, base, f),
+            }
+        }
+    }
+    if wide < n {
+        let mut it = rows.into_iter().map(|r| &mut r[wide..]);
+        let rest = std::array::from_fn(|_| it.next().expect("eight rows"));
+        let steps = std::array::from_fn(|r| &steps[r][wide.min(steps[r].len())..]);
+        combine_oct(proof, rest, steps, base, inverse, scale);
+    }
+}
 
 /// The portable arithmetic of [`combine_quad`] for one column: `a[r]` the column's values,
 /// `t[r]` = ω_n^{r·k} (`t[0]` unused); returns outputs k2 = 0..4.
@@ -647,6 +696,65 @@ unsafe fn deal_window_avx2(src: &[Complex64], w: usize, d: [&mut [Complex64]; 4]
 }
 
 /// # Safety
+/// AVX-512F and DQ must run; `n` a multiple of 4, every row holds n values from `p[r]`,
+/// `steps[1..]` at least n.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn combine_oct_512<const INVERSE: bool, const SCALED: bool>(
+    p: [*mut Complex64; 8],
+    n: usize,
+    steps: [&[Complex64]; 8],
+    base: [Complex64; 8],
+    f: f64,
+) {
+    let p: [*mut f64; 8] = p.map(|r| r.cast::<f64>());
+    let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
+    let wide = |c: Complex64| _mm512_setr_pd(c.re, c.im, c.re, c.im, c.re, c.im, c.re, c.im);
+    let b = base.map(wide);
+    let fv = _mm512_set1_pd(f);
+    let flip = if INVERSE {
+        _mm512_setr_pd(-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0)
+    } else {
+        _mm512_setr_pd(0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0)
+    };
+    let w = eighth_roots(INVERSE).map(wide);
+    let mul = |x: __m512d, y: __m512d| {
+        let yr = _mm512_movedup_pd(y);
+        let yi = _mm512_permute_pd::<0xFF>(y);
+        let xs = _mm512_permute_pd::<0x55>(x);
+        _mm512_fmaddsub_pd(x, yr, _mm512_mul_pd(xs, yi))
+    };
+    let four = |a: __m512d, c: __m512d, e: __m512d, g: __m512d| {
+        let (s0, d0) = (_mm512_add_pd(a, e), _mm512_sub_pd(a, e));
+        let (s1, d1) = (_mm512_add_pd(c, g), _mm512_sub_pd(c, g));
+        let r = _mm512_xor_pd(_mm512_permute_pd::<0x55>(d1), flip);
+        [_mm512_add_pd(s0, s1), _mm512_add_pd(d0, r), _mm512_sub_pd(s0, s1), _mm512_sub_pd(d0, r)]
+    };
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: values i..i + 4 of every row and of `steps[1..]` lie inside them.
+        unsafe {
+            let v: [__m512d; 8] = std::array::from_fn(|r| {
+                let x = _mm512_loadu_pd(p[r].add(2 * i));
+                if r == 0 { x } else { mul(x, mul(b[r], _mm512_loadu_pd(ps[r].add(2 * i)))) }
+            });
+            let e = four(v[0], v[2], v[4], v[6]);
+            let o = four(v[1], v[3], v[5], v[7]);
+            let o = [o[0], mul(o[1], w[1]), mul(o[2], w[2]), mul(o[3], w[3])];
+            for k in 0..4 {
+                let (mut x, mut y) = (_mm512_add_pd(e[k], o[k]), _mm512_sub_pd(e[k], o[k]));
+                if SCALED {
+                    (x, y) = (_mm512_mul_pd(x, fv), _mm512_mul_pd(y, fv));
+                }
+                _mm512_storeu_pd(p[k].add(2 * i), x);
+                _mm512_storeu_pd(p[k + 4].add(2 * i), y);
+            }
+        }
+        i += 4;
+    }
+}
+
+/// # Safety
 /// AVX2 and FMA must run; every row as long as `rows[0]`, and `steps[1..]` at least as long.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
@@ -904,6 +1012,29 @@ mod tests {
         }
         let base = std::array::from_fn(|r| Complex64::from_polar(1.0, 0.37 * r as f64 - 1.0));
         check_combine(combine_oct, oct, base, 60);
+    }
+
+    /// Rule 12 against the portable `oct`, as rule 9 (where the CPU runs AVX-512).
+    #[test]
+    fn rule12_the_wide_oct_combine_is_the_portable_arithmetic_within_ulps() {
+        let base = std::array::from_fn(|r| Complex64::from_polar(1.0, 0.29 * r as f64 + 0.4));
+        check_combine(wide_oct, oct, base, 70);
+    }
+
+    /// `combine_oct_wide` with the proof `detect_wide` gives (a `Combine`); `combine_oct`
+    /// where there is none.
+    fn wide_oct(
+        proof: Avx2Fma,
+        rows: [&mut [Complex64]; 8],
+        steps: [&[Complex64]; 8],
+        base: [Complex64; 8],
+        inverse: bool,
+        scale: Option<f64>,
+    ) {
+        match detect_wide() {
+            Some(wide) => combine_oct_wide(wide, proof, rows, steps, base, inverse, scale),
+            None => combine_oct(proof, rows, steps, base, inverse, scale),
+        }
     }
 
     /// Rule 10 against the plain deinterleave.

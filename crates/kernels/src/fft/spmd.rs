@@ -34,6 +34,8 @@ pub struct LocalFft {
     roots: Vec<Complex64>,
     /// The AVX2 and FMA loops of the p = 2 passes, where the CPU runs them (`simd`).
     pub(super) simd: Option<Avx2Fma>,
+    /// The 8-row combine in AVX-512, where the CPU runs it (`simd::combine_oct_wide`).
+    wide: Option<simd::Avx512>,
 }
 
 impl std::fmt::Debug for LocalFft {
@@ -124,6 +126,7 @@ impl LocalFft {
             steps,
             roots,
             simd: simd::detect(),
+            wide: simd::detect_wide(),
         })
     }
 
@@ -222,7 +225,12 @@ impl LocalFft {
                 let steps = std::array::from_fn(|r| &self.steps[r * TILE..r * TILE + w]);
                 let mut it = cols.iter_mut().map(|r| &mut r[q0..q0 + w]);
                 let rows = std::array::from_fn(|_| it.next().expect("eight rows"));
-                simd::combine_oct(proof, rows, steps, base, inverse, scale);
+                match self.wide {
+                    Some(wide) => {
+                        simd::combine_oct_wide(wide, proof, rows, steps, base, inverse, scale)
+                    }
+                    None => simd::combine_oct(proof, rows, steps, base, inverse, scale),
+                }
             }
             return;
         }
