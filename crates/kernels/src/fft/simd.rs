@@ -219,7 +219,7 @@ pub(super) fn combine_oct_wide(
     let wide = n - n % 4;
     #[cfg(target_arch = "x86_64")]
     {
-        let p = rows.each_mut().map(|r| r.as_mut_ptr());
+        let p = rows.each_mut().map(|r| r.as_mut_ptr().cast::<f64>());
         let f = scale.unwrap_or(1.0);
         // SAFETY: `wide` exists only where AVX-512F and DQ run (rule 1); the lengths are
         // checked above, and `p[r]` points at row r, which this call borrows mutably.
@@ -695,63 +695,120 @@ unsafe fn deal_window_avx2(src: &[Complex64], w: usize, d: [&mut [Complex64]; 4]
     }
 }
 
-/// # Safety
-/// AVX-512F and DQ must run; `n` a multiple of 4, every row holds n values from `p[r]`,
-/// `steps[1..]` at least n.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq")]
-unsafe fn combine_oct_512<const INVERSE: bool, const SCALED: bool>(
-    p: [*mut Complex64; 8],
-    n: usize,
-    steps: [&[Complex64]; 8],
-    base: [Complex64; 8],
-    f: f64,
-) {
-    let p: [*mut f64; 8] = p.map(|r| r.cast::<f64>());
-    let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
-    let wide = |c: Complex64| _mm512_setr_pd(c.re, c.im, c.re, c.im, c.re, c.im, c.re, c.im);
-    let b = base.map(wide);
-    let fv = _mm512_set1_pd(f);
-    let flip = if INVERSE {
-        _mm512_setr_pd(-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0)
-    } else {
-        _mm512_setr_pd(0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0)
-    };
-    let w = eighth_roots(INVERSE).map(wide);
-    let mul = |x: __m512d, y: __m512d| {
-        let yr = _mm512_movedup_pd(y);
-        let yi = _mm512_permute_pd::<0xFF>(y);
-        let xs = _mm512_permute_pd::<0x55>(x);
-        _mm512_fmaddsub_pd(x, yr, _mm512_mul_pd(xs, yi))
-    };
-    let four = |a: __m512d, c: __m512d, e: __m512d, g: __m512d| {
-        let (s0, d0) = (_mm512_add_pd(a, e), _mm512_sub_pd(a, e));
-        let (s1, d1) = (_mm512_add_pd(c, g), _mm512_sub_pd(c, g));
-        let r = _mm512_xor_pd(_mm512_permute_pd::<0x55>(d1), flip);
-        [_mm512_add_pd(s0, s1), _mm512_add_pd(d0, r), _mm512_sub_pd(s0, s1), _mm512_sub_pd(d0, r)]
-    };
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: values i..i + 4 of every row and of `steps[1..]` lie inside them.
-        unsafe {
-            let v: [__m512d; 8] = std::array::from_fn(|r| {
-                let x = _mm512_loadu_pd(p[r].add(2 * i));
-                if r == 0 { x } else { mul(x, mul(b[r], _mm512_loadu_pd(ps[r].add(2 * i)))) }
-            });
-            let e = four(v[0], v[2], v[4], v[6]);
-            let o = four(v[1], v[3], v[5], v[7]);
-            let o = [o[0], mul(o[1], w[1]), mul(o[2], w[2]), mul(o[3], w[3])];
-            for k in 0..4 {
-                let (mut x, mut y) = (_mm512_add_pd(e[k], o[k]), _mm512_sub_pd(e[k], o[k]));
-                if SCALED {
-                    (x, y) = (_mm512_mul_pd(x, fv), _mm512_mul_pd(y, fv));
+/// The loop of the 8-row combine (rule 9) over the columns 0..n, n a multiple of the values a
+/// register holds: one body for the AVX2 and FMA kernel (`combine_oct_fma`, two values a
+/// register) and the AVX-512 one (`combine_oct_512`, four), given the width's intrinsics.
+macro_rules! oct_loop {
+    ($name:ident, $features:literal, $reg:ty, $per:literal, $load:ident, $store:ident,
+     $add:ident, $sub:ident, $mulv:ident, $xor:ident, $set1:ident, $splat:expr, $flip:expr,
+     $swap:expr, $cmul:ident) => {
+        /// # Safety
+        /// The CPU runs the features; `n` is a multiple of the values a register holds, and
+        /// every row holds n values from `p[r]`, `steps[1..]` at least n.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const INVERSE: bool, const SCALED: bool>(
+            p: [*mut f64; 8],
+            n: usize,
+            steps: [&[Complex64]; 8],
+            base: [Complex64; 8],
+            f: f64,
+        ) {
+            let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
+            let b: [$reg; 8] = base.map($splat);
+            let fv = $set1(f);
+            let flip: $reg = $flip(INVERSE);
+            let w: [$reg; 4] = eighth_roots(INVERSE).map($splat);
+            // The 4-point FFT of `quad` on registers.
+            let four = |a: $reg, c: $reg, e: $reg, g: $reg| {
+                let (s0, d0) = ($add(a, e), $sub(a, e));
+                let (s1, d1) = ($add(c, g), $sub(c, g));
+                let r = $xor($swap(d1), flip);
+                [$add(s0, s1), $add(d0, r), $sub(s0, s1), $sub(d0, r)]
+            };
+            for i in (0..n).step_by($per) {
+                // SAFETY: values i..i + $per of every row and of `steps[1..]` lie inside them
+                // (n is a multiple of $per); value i starts at f64 offset 2i; the CPU runs the
+                // features.
+                unsafe {
+                    let v: [$reg; 8] = std::array::from_fn(|r| {
+                        let x = $load(p[r].add(2 * i));
+                        if r == 0 { x } else { $cmul(x, $cmul(b[r], $load(ps[r].add(2 * i)))) }
+                    });
+                    let e = four(v[0], v[2], v[4], v[6]);
+                    let o = four(v[1], v[3], v[5], v[7]);
+                    let o = [o[0], $cmul(o[1], w[1]), $cmul(o[2], w[2]), $cmul(o[3], w[3])];
+                    for k in 0..4 {
+                        let (mut x, mut y) = ($add(e[k], o[k]), $sub(e[k], o[k]));
+                        if SCALED {
+                            (x, y) = ($mulv(x, fv), $mulv(y, fv));
+                        }
+                        $store(p[k].add(2 * i), x);
+                        $store(p[k + 4].add(2 * i), y);
+                    }
                 }
-                _mm512_storeu_pd(p[k].add(2 * i), x);
-                _mm512_storeu_pd(p[k + 4].add(2 * i), y);
             }
         }
-        i += 4;
-    }
+    };
+}
+
+oct_loop!(
+    oct_loop_256,
+    "avx2,fma",
+    __m256d,
+    2,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_add_pd,
+    _mm256_sub_pd,
+    _mm256_mul_pd,
+    _mm256_xor_pd,
+    _mm256_set1_pd,
+    |c: Complex64| _mm256_setr_pd(c.re, c.im, c.re, c.im),
+    omega4_flip,
+    |x| _mm256_permute_pd::<0b0101>(x),
+    mul2
+);
+
+oct_loop!(
+    combine_oct_512,
+    "avx512f,avx512dq",
+    __m512d,
+    4,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    _mm512_add_pd,
+    _mm512_sub_pd,
+    _mm512_mul_pd,
+    _mm512_xor_pd,
+    _mm512_set1_pd,
+    |c: Complex64| _mm512_setr_pd(c.re, c.im, c.re, c.im, c.re, c.im, c.re, c.im),
+    omega4_flip_512,
+    |x| _mm512_permute_pd::<0x55>(x),
+    mul4
+);
+
+/// [`omega4_flip`] in 512 bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn omega4_flip_512(inverse: bool) -> __m512d {
+    let (a, b) = if inverse { (-0.0, 0.0) } else { (0.0, -0.0) };
+    _mm512_setr_pd(a, b, a, b, a, b, a, b)
+}
+
+/// [`mul2`] in 512 bits: four complex products, one rounding per component.
+///
+/// # Safety
+/// AVX-512F must run.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn mul4(x: __m512d, y: __m512d) -> __m512d {
+    let yr = _mm512_movedup_pd(y);
+    let yi = _mm512_permute_pd::<0xFF>(y);
+    let xs = _mm512_permute_pd::<0x55>(x);
+    _mm512_fmaddsub_pd(x, yr, _mm512_mul_pd(xs, yi))
 }
 
 /// # Safety
@@ -766,41 +823,9 @@ unsafe fn combine_oct_fma<const INVERSE: bool, const SCALED: bool>(
 ) {
     let n = rows[0].len();
     let p: [*mut f64; 8] = rows.map(|r| r.as_mut_ptr().cast::<f64>());
-    let ps: [*const f64; 8] = steps.map(|s| s.as_ptr().cast::<f64>());
-    let b = base.map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
-    let fv = _mm256_set1_pd(f);
-    let flip = omega4_flip(INVERSE);
-    let w = eighth_roots(INVERSE).map(|c| _mm256_setr_pd(c.re, c.im, c.re, c.im));
-    // The 4-point FFT of `quad` on registers.
-    let four = |a: __m256d, c: __m256d, e: __m256d, g: __m256d| {
-        let (s0, d0) = (_mm256_add_pd(a, e), _mm256_sub_pd(a, e));
-        let (s1, d1) = (_mm256_add_pd(c, g), _mm256_sub_pd(c, g));
-        let r = _mm256_xor_pd(_mm256_permute_pd::<0b0101>(d1), flip);
-        [_mm256_add_pd(s0, s1), _mm256_add_pd(d0, r), _mm256_sub_pd(s0, s1), _mm256_sub_pd(d0, r)]
-    };
-    let mut i = 0;
-    while i + 2 <= n {
-        // SAFETY: values i..i + 2 of every row and of `steps[1..]` lie inside them (i + 2 ≤
-        // n); value i starts at f64 offset 2i.
-        unsafe {
-            let v: [__m256d; 8] = std::array::from_fn(|r| {
-                let x = _mm256_loadu_pd(p[r].add(2 * i));
-                if r == 0 { x } else { mul2(x, mul2(b[r], _mm256_loadu_pd(ps[r].add(2 * i)))) }
-            });
-            let e = four(v[0], v[2], v[4], v[6]);
-            let o = four(v[1], v[3], v[5], v[7]);
-            let o = [o[0], mul2(o[1], w[1]), mul2(o[2], w[2]), mul2(o[3], w[3])];
-            for k in 0..4 {
-                let (mut x, mut y) = (_mm256_add_pd(e[k], o[k]), _mm256_sub_pd(e[k], o[k]));
-                if SCALED {
-                    (x, y) = (_mm256_mul_pd(x, fv), _mm256_mul_pd(y, fv));
-                }
-                _mm256_storeu_pd(p[k].add(2 * i), x);
-                _mm256_storeu_pd(p[k + 4].add(2 * i), y);
-            }
-        }
-        i += 2;
-    }
+    let i = n - n % 2;
+    // SAFETY: AVX2 and FMA run; rows and `steps[1..]` hold n ≥ i values.
+    unsafe { oct_loop_256::<INVERSE, SCALED>(p, i, steps, base, f) };
     if i < n {
         let t: [Complex64; 8] =
             std::array::from_fn(
