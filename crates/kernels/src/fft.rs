@@ -430,7 +430,6 @@ impl Fft {
                 Ok(())
             }
             Kind::Parallel(plan, section) => {
-                // A failure shows in `resize` below, as without the advice.
                 let lanes = huge::window(lanes, n);
                 shared::run(plan, section, workspaces, lanes, input, output, cancel)
             }

@@ -64,22 +64,28 @@ fn advise(v: &mut Vec<Complex64>) {
 }
 
 /// Values in a 64-byte cache line.
-const LINE_VALUES: usize = 4;
+pub(super) const LINE_VALUES: usize = 4;
 
 /// Rule 3.
 pub(super) fn window(v: &mut Vec<Complex64>, n: usize) -> &mut [Complex64] {
+    let start = grow_for_window(v, n);
+    &mut v[start..start + n]
+}
+
+/// Grows `v` to hold a window of n values (rule 3) and returns where the window starts.
+fn grow_for_window(v: &mut Vec<Complex64>, n: usize) -> usize {
     let len = n + LINE_VALUES - 1;
     // A failure shows in `resize` below, as without the advice.
     let _ = reserve_huge(v, len);
     if v.len() < len {
         v.resize(len, Complex64::default());
     }
-    let start = line_offset(v);
-    &mut v[start..start + n]
+    line_offset(v)
 }
 
-/// The index of the first value of `v` on a 64-byte boundary (0 where none is).
-fn line_offset(v: &[Complex64]) -> usize {
+/// The index of the first value of `v` on a 64-byte boundary (0 where none is: `v` not 16-byte
+/// aligned, its values then straddle lines whatever the offset).
+pub(super) fn line_offset(v: &[Complex64]) -> usize {
     let at = v.as_ptr() as usize;
     if at.is_multiple_of(16) { (64 - at % 64) % 64 / 16 } else { 0 }
 }
@@ -98,8 +104,7 @@ impl Buffer {
     pub fn zeroed(n: usize) -> Result<Buffer, TryReserveError> {
         let mut v = Vec::new();
         reserve_huge(&mut v, n + LINE_VALUES - 1)?;
-        window(&mut v, n);
-        let start = line_offset(&v);
+        let start = grow_for_window(&mut v, n);
         Ok(Buffer { v, start, n })
     }
 }

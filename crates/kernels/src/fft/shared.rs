@@ -25,7 +25,7 @@
 //! row of p (four or more lanes a thread): steps 1 and 2 are one superstep. Thread s reads its
 //! lanes' values out of the whole input (its four of each row of eight are one cache line where
 //! the input is aligned, and which lanes are whose follows the input's alignment:
-//! `line_start`), writes them into their output rows, and transforms the rows there in place:
+//! `huge::line_offset`), writes them into their output rows, and transforms the rows there in place:
 //! no `lanes`, one sync fewer.
 //!
 //! The only `unsafe` code of the FFT besides `exchange`: safe Rust cannot hand p threads
@@ -55,6 +55,7 @@ use std::sync::atomic::AtomicBool;
 use rustfft::num_complex::Complex64;
 
 use super::fourstep::FourStep;
+use super::huge::{LINE_VALUES, line_offset};
 use super::section::Section;
 use super::spmd::{LocalFft, TILE, Workspace, check_cancel};
 use crate::Error;
@@ -89,8 +90,8 @@ pub(super) fn run(
     let share = v / q;
     // Thread s's lanes: (w + j) mod v for j < share, w = first + s·share. By receiver, the
     // first lane's value of row 0 begins a cache line, so each thread reads whole lines.
-    let by_receiver = share % LINE == 0 && n <= RECEIVER_MAX;
-    let first = if by_receiver { line_start(input) } else { 0 };
+    let by_receiver = share % LINE_VALUES == 0 && n <= RECEIVER_MAX;
+    let first = if by_receiver { line_offset(input) } else { 0 };
     let own = |s: usize| (0..share).map(move |j| (first + s * share + j) % v);
     let (lanes, out) = (View::new(lanes), View::new(output));
     on_each(section, bufs, |ctx, s, ws| {
@@ -254,16 +255,6 @@ fn gather(plan: &LocalFft, src: &[Complex64], dst: &mut [&mut [Complex64]]) {
             }
         }
     }
-}
-
-/// Values in a cache line (64 bytes).
-const LINE: usize = 4;
-
-/// The index of the first value of `x` that begins a cache line: 0 where `x` is not 16-byte
-/// aligned (its values then straddle lines whatever the split).
-fn line_start(x: &[Complex64]) -> usize {
-    let at = x.as_ptr() as usize;
-    if at.is_multiple_of(16) { (LINE - at / 16 % LINE) % LINE } else { 0 }
 }
 
 /// `dst[j][l] = src[(w + j) mod p + p·l]`: the lanes of one thread out of the whole input, in

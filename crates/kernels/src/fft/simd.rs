@@ -38,11 +38,11 @@
 //!    once per component: within a few ulps of the portable arithmetic.
 //! 10. [`deal`] with eight lanes gives `d[t][l] = src[8l + t]` for t < 8, bit for bit, as the
 //!     portable loop.
-//! 12. [`combine_oct_wide`] gives [`combine_oct`]'s values: within a few ulps of the portable
-//!     arithmetic ([`detect_wide`] gives its proof where the CPU runs AVX-512F and DQ).
 //! 11. [`deal_window`] gives `d[j][l] = src[8l + (w + j) mod 8]` for j < 4, w < 8 and every l,
 //!     bit for bit: four of the eight lanes, those whose values of a row start at its value w
 //!     (where value w of row 0 begins a cache line, each row's four are one whole line).
+//! 12. [`combine_oct_wide`] gives [`combine_oct`]'s values: within a few ulps of the portable
+//!     arithmetic ([`detect_wide`] gives its proof where the CPU runs AVX-512F and DQ).
 
 #![allow(unsafe_code)]
 
