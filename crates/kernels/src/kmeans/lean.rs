@@ -5,7 +5,7 @@
 use super::assign::{nearest, nearest_one, tally};
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, Prepared};
-use super::simd::{Avx2Fma, near_avx2, nearest_avx2, row_avx2};
+use super::simd::{Avx2Fma, fill_tile, near_avx2, nearest_avx2, row_avx2};
 
 /// [`assign_block`] for little-endian records on AVX2 and FMA, with what to collect fixed at
 /// compile time (`UPDATE`: sums, counts and farthest points; `LABELS`: the labels) so that the
@@ -89,11 +89,20 @@ pub(super) fn assign_lean<
     for w0 in (0..records).step_by(W) {
         let w1 = (w0 + W).min(records);
         let window = &data[w0 * rec..w1 * rec];
-        let mut fill = 0;
-        // The bounds test; a failure goes into the tile at once.
-        for (o, r) in window.chunks_exact(rec).enumerate() {
-            kept[o] = false;
-            if test {
+        if !test {
+            // Without the test every record goes into the tiles: whole runs of them,
+            // transposed in registers.
+            for t0 in (0..w1 - w0).step_by(P) {
+                let n = (w1 - w0 - t0).min(P);
+                fill_tile::<T, P>(avx2, &window[t0 * rec..(t0 + n) * rec], &mut xt);
+                kept[t0..t0 + n].fill(false);
+                slots[..n].iter_mut().zip(t0..).for_each(|(s, o)| *s = o);
+                run_tile(&xt, n, &slots, &mut lab, &mut value);
+            }
+        } else {
+            // The bounds test; a failure goes into the tile at once.
+            let mut fill = 0;
+            for (o, r) in window.chunks_exact(rec).enumerate() {
                 let i = w0 + o;
                 let a = label[i] as usize;
                 let dist = near_avx2::<T>(avx2, r, &c64[a * d..(a + 1) * d]);
@@ -102,19 +111,20 @@ pub(super) fn assign_lean<
                     (lab[o], value[o], kept[o]) = (a as u32, dist, true);
                     continue;
                 }
+                kept[o] = false;
+                for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+                    x[fill] = T::load::<false>(b);
+                }
+                slots[fill] = o;
+                fill += 1;
+                if fill == P {
+                    run_tile(&xt, P, &slots, &mut lab, &mut value);
+                    fill = 0;
+                }
             }
-            for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
-                x[fill] = T::load::<false>(b);
+            if fill > 0 {
+                run_tile(&xt, fill, &slots, &mut lab, &mut value);
             }
-            slots[fill] = o;
-            fill += 1;
-            if fill == P {
-                run_tile(&xt, P, &slots, &mut lab, &mut value);
-                fill = 0;
-            }
-        }
-        if fill > 0 {
-            run_tile(&xt, fill, &slots, &mut lab, &mut value);
         }
         // The figures, in file order.
         for (o, r) in window.chunks_exact(rec).enumerate() {
@@ -137,7 +147,7 @@ pub(super) fn assign_lean<
                     // Only in a dense block (a branch the whole block takes alike), and without
                     // a branch on the verdict: it is as hard to predict as the test.
                     let (l, keep) = if dense { p.verdict(lower[i], j, dist) } else { (0.0, false) };
-                    let keep = keep && label[i] as usize == j;
+                    let keep = keep & (label[i] as usize == j);
                     let fresh = p.fresh(value[o], xx);
                     (lower[i], label[i]) = (if keep { l } else { fresh }, j as u32);
                     assigned += u64::from(!keep);

@@ -654,3 +654,135 @@ pub(super) fn prefetch(bytes: &[u8]) {
         sluice_io::prefetch(&line[0]);
     }
 }
+
+/// Fills the tile `xt` (value `f` of the tile's record `i` at `xt[f][i]`) with the records of
+/// `recs`, little-endian, `xt.len()` values of `T` each, at most `P` of them: the values the
+/// lean loop's fill puts there one at a time (`lean.rs`), for a run of records that all go into
+/// the tile. Blocks of 8 records × 8 values (f32) or 4 × 4 (f64) are loaded a record per
+/// register and transposed in registers; the values and records left over are copied one by
+/// one. The lanes past the last record keep what they held.
+#[inline(always)]
+pub(super) fn fill_tile<T: Float, const P: usize>(_proof: Avx2Fma, recs: &[u8], xt: &mut [[T; P]]) {
+    let d = xt.len();
+    let n = recs.len() / (d * T::SIZE).max(1);
+    assert!(recs.len() == n * d * T::SIZE && n <= P, "at most P whole records");
+    #[cfg(target_arch = "x86_64")]
+    {
+        let out = xt.as_mut_ptr().cast::<u8>();
+        // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; `recs`
+        // holds `n` records of `d` values of `T` and `xt` `d` rows of `P ≥ n` values of `T`
+        // (asserted above), and `Float` is implemented for f32 and f64 only, so `T` is the
+        // type of its size that the function reads and writes.
+        unsafe {
+            if T::SIZE == 8 {
+                fill_f64(recs.as_ptr(), n, d, out.cast(), P);
+            } else {
+                fill_f32(recs.as_ptr(), n, d, out.cast(), P);
+            }
+        }
+        return;
+    }
+    #[allow(unreachable_code)]
+    for (i, r) in recs.chunks_exact(d * T::SIZE).enumerate() {
+        for (x, b) in xt.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+            x[i] = T::load::<false>(b);
+        }
+    }
+}
+
+/// # Safety
+/// AVX2; `r` holds `n` records of `d` f32, `xt` `d` rows of `p ≥ n` f32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn fill_f32(r: *const u8, n: usize, d: usize, xt: *mut f32, p: usize) {
+    use std::arch::x86_64::*;
+    let r = r.cast::<f32>();
+    let (n8, d8) = (n / 8 * 8, d / 8 * 8);
+    for i in (0..n8).step_by(8) {
+        for f in (0..d8).step_by(8) {
+            // SAFETY: records `i..i + 8 ≤ n`, values `f..f + 8 ≤ d` of each; rows `f..f + 8`
+            // of `xt`, lanes `i..i + 8 ≤ p`.
+            unsafe {
+                let v: [__m256; 8] =
+                    std::array::from_fn(|k| _mm256_loadu_ps(r.add((i + k) * d + f)));
+                let (a0, a1) = (_mm256_unpacklo_ps(v[0], v[1]), _mm256_unpackhi_ps(v[0], v[1]));
+                let (a2, a3) = (_mm256_unpacklo_ps(v[2], v[3]), _mm256_unpackhi_ps(v[2], v[3]));
+                let (a4, a5) = (_mm256_unpacklo_ps(v[4], v[5]), _mm256_unpackhi_ps(v[4], v[5]));
+                let (a6, a7) = (_mm256_unpacklo_ps(v[6], v[7]), _mm256_unpackhi_ps(v[6], v[7]));
+                // Values f, f + 4 of records 0–3 (low, high halves), then f + 1, f + 5, …
+                let b = [
+                    _mm256_shuffle_ps::<0x44>(a0, a2),
+                    _mm256_shuffle_ps::<0xEE>(a0, a2),
+                    _mm256_shuffle_ps::<0x44>(a1, a3),
+                    _mm256_shuffle_ps::<0xEE>(a1, a3),
+                ];
+                // The same of records 4–7.
+                let c = [
+                    _mm256_shuffle_ps::<0x44>(a4, a6),
+                    _mm256_shuffle_ps::<0xEE>(a4, a6),
+                    _mm256_shuffle_ps::<0x44>(a5, a7),
+                    _mm256_shuffle_ps::<0xEE>(a5, a7),
+                ];
+                for q in 0..4 {
+                    let lo = _mm256_permute2f128_ps::<0x20>(b[q], c[q]);
+                    let hi = _mm256_permute2f128_ps::<0x31>(b[q], c[q]);
+                    _mm256_storeu_ps(xt.add((f + q) * p + i), lo);
+                    _mm256_storeu_ps(xt.add((f + q + 4) * p + i), hi);
+                }
+            }
+        }
+        for f in d8..d {
+            for k in i..i + 8 {
+                // SAFETY: record `k < n`, value `f < d`; row `f`, lane `k < p`.
+                unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+            }
+        }
+    }
+    for k in n8..n {
+        for f in 0..d {
+            // SAFETY: as above.
+            unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+        }
+    }
+}
+
+/// # Safety
+/// AVX2; `r` holds `n` records of `d` f64, `xt` `d` rows of `p ≥ n` f64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn fill_f64(r: *const u8, n: usize, d: usize, xt: *mut f64, p: usize) {
+    use std::arch::x86_64::*;
+    let r = r.cast::<f64>();
+    let (n4, d4) = (n / 4 * 4, d / 4 * 4);
+    for i in (0..n4).step_by(4) {
+        for f in (0..d4).step_by(4) {
+            // SAFETY: records `i..i + 4 ≤ n`, values `f..f + 4 ≤ d` of each; rows `f..f + 4`
+            // of `xt`, lanes `i..i + 4 ≤ p`.
+            unsafe {
+                let v: [__m256d; 4] =
+                    std::array::from_fn(|k| _mm256_loadu_pd(r.add((i + k) * d + f)));
+                // Values f, f + 2 of records 0, 1 (low, high halves), f + 1, f + 3; then 2, 3.
+                let (a0, a1) = (_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1]));
+                let (a2, a3) = (_mm256_unpacklo_pd(v[2], v[3]), _mm256_unpackhi_pd(v[2], v[3]));
+                _mm256_storeu_pd(xt.add(f * p + i), _mm256_permute2f128_pd::<0x20>(a0, a2));
+                _mm256_storeu_pd(xt.add((f + 1) * p + i), _mm256_permute2f128_pd::<0x20>(a1, a3));
+                _mm256_storeu_pd(xt.add((f + 2) * p + i), _mm256_permute2f128_pd::<0x31>(a0, a2));
+                _mm256_storeu_pd(xt.add((f + 3) * p + i), _mm256_permute2f128_pd::<0x31>(a1, a3));
+            }
+        }
+        for f in d4..d {
+            for k in i..i + 4 {
+                // SAFETY: record `k < n`, value `f < d`; row `f`, lane `k < p`.
+                unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+            }
+        }
+    }
+    for k in n4..n {
+        for f in 0..d {
+            // SAFETY: as above.
+            unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+        }
+    }
+}

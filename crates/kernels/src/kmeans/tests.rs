@@ -502,6 +502,49 @@ fn one_by_one_matches<T: kernel::Float + std::fmt::Debug, const P: usize>(
     }
 }
 
+/// The transposing tile fill puts every value of every record where the one-value fill does,
+/// for record lengths below, at and across the transposed blocks (8 values of f32, 4 of f64)
+/// and runs of records that are not whole blocks, and leaves the lanes past the last record.
+#[test]
+fn the_transposing_tile_fill_puts_each_value_where_the_one_value_fill_does() {
+    let Some(proof) = simd::proof() else {
+        eprintln!("no AVX2 + FMA here: nothing to compare");
+        return;
+    };
+    fn check<T: kernel::Float + std::fmt::Debug, const P: usize>(
+        proof: simd::Avx2Fma,
+        d: usize,
+        n: usize,
+        bytes: &[u8],
+    ) {
+        let recs = &bytes[..n * d * T::SIZE];
+        let mut want = vec![[T::INFINITY; P]; d];
+        for (i, r) in recs.chunks_exact(d * T::SIZE).enumerate() {
+            for (x, b) in want.iter_mut().zip(r.chunks_exact(T::SIZE)) {
+                x[i] = T::load::<false>(b);
+            }
+        }
+        let mut got = vec![[T::INFINITY; P]; d];
+        simd::fill_tile::<T, P>(proof, recs, &mut got);
+        let bits = |t: &[[T; P]]| -> Vec<u64> {
+            t.iter().flatten().map(|v| v.to_f64().to_bits()).collect()
+        };
+        assert_eq!(bits(&got), bits(&want), "{} bytes a value, d={d}, n={n}", T::SIZE);
+    }
+    let mut rng = StdRng::seed_from_u64(24);
+    for d in [1, 3, 4, 7, 8, 10, 12, 16, 17] {
+        let values: Vec<f64> = (0..32 * d).map(|_| rng.gen_range(-1e3..1e3)).collect();
+        let b64: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let b32: Vec<u8> = values.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect();
+        for n in [0, 1, 3, 4, 5, 7, 8, 9, 15, 16] {
+            check::<f64, 16>(proof, d, n, &b64);
+        }
+        for n in [0, 1, 7, 8, 9, 16, 25, 31, 32] {
+            check::<f32, 32>(proof, d, n, &b32);
+        }
+    }
+}
+
 /// The AVX2 record figures (distance, norm, sums) against the portable ones, bit for bit.
 #[test]
 fn the_avx2_row_gives_the_portable_bits() {
