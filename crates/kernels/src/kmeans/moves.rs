@@ -90,7 +90,7 @@ pub(super) fn run<const FMA: bool, const P64: usize, const P32: usize>(
     }
     p.lacking = false;
     let mut pending = Vec::new();
-    pass.keeps_unread_all(&mut state.lower, &mut state.upper, &state.label, &mut pending);
+    pass.keeps_unread_all(avx2, &mut state.lower, &mut state.upper, &state.label, &mut pending);
     p.assigned = 0;
     if !pending.is_empty() {
         // At most a block per compute thread, reserved with the bounds (`bounds.rs` rule 2).

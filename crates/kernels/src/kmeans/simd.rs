@@ -12,7 +12,7 @@
 use sluice_io::Block;
 
 use super::assign::Want;
-use super::bounds::{BlockBounds, PassBounds};
+use super::bounds::{BlockBounds, PassBounds, Unread};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
 pub(super) use crate::cpu::Avx2Fma;
@@ -785,4 +785,63 @@ unsafe fn fill_f64(r: *const u8, n: usize, d: usize, xt: *mut f64, p: usize) {
             unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
         }
     }
+}
+
+/// [`Unread::run`] over a run of records, four at a time in AVX2 registers (the same
+/// operations in each lane, so the same bounds and verdicts), the last few by `Unread::run`.
+#[inline(always)]
+pub(super) fn unread_run(
+    _proof: Avx2Fma,
+    test: &Unread<'_>,
+    lower: &mut [f64],
+    upper: &mut [f64],
+    label: &[u32],
+    first: usize,
+    at: &mut [usize],
+) -> usize {
+    let records = label.len();
+    assert!(lower.len() == records && upper.len() == records && at.len() >= records);
+    let mut n = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let [ua, ub, uc] = test.folded;
+        for q in 0..records / 4 {
+            let i = 4 * q;
+            let a: [usize; 4] = std::array::from_fn(|k| label[i + k] as usize);
+            let shift = |s: &[f64]| [s[a[0]], s[a[1]], s[a[2]], s[a[3]]];
+            let (own, other) = (shift(test.own), shift(test.other));
+            // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA;
+            // values `i..i + 4 ≤ records` of `lower` and `upper` (asserted above), the arrays
+            // of 4.
+            let bits = unsafe {
+                let (u, l) = (
+                    _mm256_loadu_pd(upper.as_ptr().add(i)),
+                    _mm256_loadu_pd(lower.as_ptr().add(i)),
+                );
+                let s = _mm256_add_pd(u, _mm256_loadu_pd(own.as_ptr()));
+                let t = _mm256_sub_pd(l, _mm256_loadu_pd(other.as_ptr()));
+                // max(t, 0) is 0 for a NaN `t`, as `f64::max`.
+                let tp = _mm256_max_pd(t, _mm256_setzero_pd());
+                let lhs = _mm256_add_pd(
+                    _mm256_mul_pd(_mm256_mul_pd(s, s), _mm256_set1_pd(ua)),
+                    _mm256_set1_pd(ub),
+                );
+                let rhs = _mm256_mul_pd(_mm256_mul_pd(tp, tp), _mm256_set1_pd(uc));
+                let keep = _mm256_cmp_pd::<_CMP_LT_OQ>(lhs, rhs);
+                let (dn, up) = (1.0 - f64::EPSILON, 1.0 + f64::EPSILON);
+                let l2 = _mm256_mul_pd(t, _mm256_set1_pd(dn));
+                let u2 = _mm256_mul_pd(s, _mm256_set1_pd(up));
+                _mm256_storeu_pd(lower.as_mut_ptr().add(i), _mm256_blendv_pd(l, l2, keep));
+                _mm256_storeu_pd(upper.as_mut_ptr().add(i), _mm256_blendv_pd(u, u2, keep));
+                _mm256_movemask_pd(keep)
+            };
+            for k in 0..4 {
+                at[n] = first + i + k;
+                n += ((bits >> k) & 1 ^ 1) as usize;
+            }
+        }
+    }
+    let from = if cfg!(target_arch = "x86_64") { records / 4 * 4 } else { 0 };
+    n + test.run(from, lower, upper, label, first, &mut at[n..])
 }
