@@ -6,7 +6,8 @@
 //!    as the proof their `unsafe` call needs (`kmeans/simd.rs`, `fft/simd.rs`); each caller
 //!    adds its own switches to the portable loops.
 //! 2. An [`Avx512`] exists only where the running CPU has AVX-512F and AVX-512DQ, made by
-//!    [`Avx512::detect`] alone, for loops compiled with `avx512f,avx512dq` (`fft/simd.rs`).
+//!    [`Avx512::detect`] alone, for loops compiled with `avx512f,avx512dq` (`fft/simd.rs`) or
+//!    `avx512f` (`kmeans/simd.rs`).
 
 /// Proof that the running CPU has AVX2 and FMA (rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use super::assign::Want;
 use super::bounds::{BlockBounds, PassBounds, Unread};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
-pub(super) use crate::cpu::Avx2Fma;
+pub(super) use crate::cpu::{Avx2Fma, Avx512};
 
 #[cfg(test)]
 thread_local! {
@@ -159,7 +159,7 @@ pub(super) fn proof() -> Option<Avx2Fma> {
 /// best in registers between centres. Every lane computes the same chain of fused
 /// multiply-adds as the portable code, so the labels are the same bits. Returns false (and
 /// does nothing) for a tile shape it does not cover: f64 in tiles of 16 and f32 in tiles of
-/// 32 only.
+/// 32 only. Where the CPU has AVX-512 ([`wide`]), the same tile in AVX-512 registers.
 #[inline(always)]
 pub(super) fn nearest_avx2<T: Float, const P: usize, const SECOND: bool>(
     _proof: Avx2Fma,
@@ -172,6 +172,40 @@ pub(super) fn nearest_avx2<T: Float, const P: usize, const SECOND: bool>(
     let (d, k) = (xt.len(), norms.len());
     if m2c.len() != k * d {
         return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(_wide) = wide() {
+        let (m, n) = (m2c.as_ptr(), norms.as_ptr());
+        if T::SIZE == 8 && P == 16 {
+            // SAFETY: `_wide` exists only once the CPU was found to have AVX-512F. `T` is f64
+            // (`Float` is f32 or f64 only), and the shapes are those `tile_wide_f64` reads and
+            // writes: `xt` `d` rows of 16 values, `m2c` `k·d`, `second` 16 values.
+            unsafe {
+                tile_wide_f64::<SECOND>(
+                    xt.as_ptr().cast(),
+                    d,
+                    std::slice::from_raw_parts(m.cast(), k * d),
+                    std::slice::from_raw_parts(n.cast(), k),
+                    labels.as_mut_ptr(),
+                    second.as_mut_ptr().cast(),
+                );
+            }
+            return true;
+        }
+        if T::SIZE == 4 && P == 32 {
+            // SAFETY: as above, with `T` f32 and rows of 32 values.
+            unsafe {
+                tile_wide_f32::<SECOND>(
+                    xt.as_ptr().cast(),
+                    d,
+                    std::slice::from_raw_parts(m.cast(), k * d),
+                    std::slice::from_raw_parts(n.cast(), k),
+                    labels.as_mut_ptr(),
+                    second.as_mut_ptr().cast(),
+                );
+            }
+            return true;
+        }
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -210,6 +244,152 @@ pub(super) fn nearest_avx2<T: Float, const P: usize, const SECOND: bool>(
     let _ = (xt, labels, second);
     false
 }
+
+#[cfg(test)]
+thread_local! {
+    /// Tests force the AVX2 tile on their own thread where the CPU has AVX-512.
+    pub(super) static NARROW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The AVX-512 proof for the tiles, where the CPU has AVX-512F and AVX-512DQ and
+/// `SLUICE_KMEANS_AVX512` is not `0` (read once).
+pub(super) fn wide() -> Option<Avx512> {
+    #[cfg(test)]
+    if NARROW.with(std::cell::Cell::get) {
+        return None;
+    }
+    static WIDE: std::sync::OnceLock<Option<Avx512>> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| {
+        let off = std::env::var_os("SLUICE_KMEANS_AVX512").is_some_and(|v| v == "0");
+        if off { None } else { Avx512::detect() }
+    })
+}
+
+macro_rules! tile_wide {
+    ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident, $store:ident, $fmadd:ident,
+     $cmp:ident, $blend:ident, $min:ident) => {
+        /// The tile of `tile!` in AVX-512 registers: `2 × lanes` records (`d` rows at `xt`),
+        /// four centres at a time. Each lane computes the same chain of fused multiply-adds
+        /// and keeps the centres in the same order with the same strict `<` as the AVX2 tile
+        /// and the portable code, so the labels and second values are the same bits.
+        ///
+        /// # Safety
+        /// AVX-512F; `xt` holds `d × 2·lanes` values, `labels` and `second` `2·lanes`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn $name<const SECOND: bool>(
+            xt: *const $t,
+            d: usize,
+            m2c: &[$t],
+            norms: &[$t],
+            labels: *mut u32,
+            second: *mut $t,
+        ) {
+            use std::arch::x86_64::*;
+            const W: usize = 2 * $lanes;
+            let k = norms.len();
+            let mut best: [$v; 2] = [$set1(<$t>::INFINITY); 2];
+            let mut sec = best;
+            let mut lab: [$v; 2] = [$set1(0.0); 2];
+            let mut keep = |acc: &[$v; 2], j: usize| {
+                let jv = $set1(j as $t);
+                for q in 0..2 {
+                    // `acc < best`, false for NaN: the first smallest wins.
+                    let m = $cmp::<_CMP_LT_OQ>(acc[q], best[q]);
+                    if SECOND {
+                        sec[q] = $min($blend(m, acc[q], best[q]), sec[q]);
+                    }
+                    best[q] = $blend(m, best[q], acc[q]);
+                    lab[q] = $blend(m, lab[q], jv);
+                }
+            };
+            /// Centres `j..j + C`: their expansions for the tile's two registers of records.
+            ///
+            /// # Safety
+            /// As the tile's; `j + C ≤ k`.
+            #[target_feature(enable = "avx512f")]
+            #[inline]
+            unsafe fn centres<const C: usize>(
+                xt: *const $t,
+                d: usize,
+                m2c: &[$t],
+                norms: &[$t],
+                j: usize,
+            ) -> [[$v; 2]; C] {
+                let mut a: [[$v; 2]; C] = std::array::from_fn(|e| [$set1(norms[j + e]); 2]);
+                for f in 0..d {
+                    let x: [$v; 2] = std::array::from_fn(|q| {
+                        // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
+                        unsafe { $load(xt.add(f * W + q * $lanes)) }
+                    });
+                    for (e, acc) in a.iter_mut().enumerate() {
+                        let cv = $set1(m2c[(j + e) * d + f]);
+                        for q in 0..2 {
+                            acc[q] = $fmadd(x[q], cv, acc[q]);
+                        }
+                    }
+                }
+                a
+            }
+            // Four centres at a time (eight chains in flight), then one at a time.
+            let mut j = 0;
+            while j + 4 <= k {
+                // SAFETY: the tile's contract, `j + 4 ≤ k`.
+                let a = unsafe { centres::<4>(xt, d, m2c, norms, j) };
+                for (e, acc) in a.iter().enumerate() {
+                    keep(acc, j + e);
+                }
+                j += 4;
+            }
+            while j < k {
+                // SAFETY: as above, `j < k`.
+                keep(&unsafe { centres::<1>(xt, d, m2c, norms, j) }[0], j);
+                j += 1;
+            }
+            let mut out = [0.0 as $t; W];
+            for q in 0..2 {
+                // SAFETY: `out` and `second` hold `W` values.
+                unsafe {
+                    $store(out.as_mut_ptr().add(q * $lanes), lab[q]);
+                    if SECOND {
+                        $store(second.add(q * $lanes), sec[q]);
+                    }
+                }
+            }
+            for (l, &j) in out.iter().enumerate() {
+                // SAFETY: `labels` holds `W` values.
+                unsafe { *labels.add(l) = j as u32 };
+            }
+        }
+    };
+}
+
+tile_wide!(
+    tile_wide_f64,
+    f64,
+    8,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    _mm512_fmadd_pd,
+    _mm512_cmp_pd_mask,
+    _mm512_mask_blend_pd,
+    _mm512_min_pd
+);
+tile_wide!(
+    tile_wide_f32,
+    f32,
+    16,
+    __m512,
+    _mm512_set1_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_fmadd_ps,
+    _mm512_cmp_ps_mask,
+    _mm512_mask_blend_ps,
+    _mm512_min_ps
+);
 
 macro_rules! tile {
     ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident, $store:ident, $fmadd:ident,

@@ -420,17 +420,29 @@ fn bounds_and_memory_give_the_labels_and_bits_of_plain_streaming_lloyd() {
     }
 }
 
-/// The hand-written AVX2 tile against the portable code with fused multiply-adds (`mul_add`,
-/// the same roundings): the same labels and second smallest expansions, bit for bit, on
-/// random tiles with a duplicated centre (exact ties).
+/// The hand-written AVX2 tile, and the AVX-512 one where the CPU has it, against the portable
+/// code with fused multiply-adds (`mul_add`, the same roundings): the same labels and second
+/// smallest expansions, bit for bit, on random tiles with a duplicated centre (exact ties).
 #[test]
 fn the_avx2_tile_gives_the_portable_bits() {
     let Some(proof) = simd::proof() else {
         eprintln!("no AVX2 + FMA here: nothing to compare");
         return;
     };
+    if simd::wide().is_none() {
+        eprintln!("no AVX-512 here: the AVX2 tile alone");
+    }
+    for narrow in [true, false] {
+        simd::NARROW.with(|n| n.set(narrow));
+        tiles_match(proof);
+    }
+    simd::NARROW.with(|n| n.set(false));
+}
+
+/// [`the_avx2_tile_gives_the_portable_bits`] with the tile `simd::nearest_avx2` chooses.
+fn tiles_match(proof: simd::Avx2Fma) {
     let mut rng = StdRng::seed_from_u64(21);
-    for (d, k) in [(1, 1), (3, 2), (10, 20), (7, 13), (5, 33)] {
+    for (d, k) in [(1, 1), (3, 2), (10, 20), (7, 13), (5, 33), (2, 4), (4, 6)] {
         let mut m2c: Vec<f64> = (0..k * d).map(|_| rng.gen_range(-8.0..8.0)).collect();
         if k > 2 {
             let row: Vec<f64> = m2c[..d].to_vec();
