@@ -9,6 +9,8 @@
 
 #![allow(unsafe_code)]
 
+use std::slice::from_raw_parts;
+
 use sluice_io::Block;
 
 use super::assign::Want;
@@ -174,76 +176,41 @@ pub(super) fn nearest_avx2<T: Float, const P: usize, const SECOND: bool>(
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(_wide) = wide() {
-        let (m, n) = (m2c.as_ptr(), norms.as_ptr());
-        if T::SIZE == 8 && P == 16 {
-            // SAFETY: `_wide` exists only once the CPU was found to have AVX-512F. `T` is f64
-            // (`Float` is f32 or f64 only), and the shapes are those `tile_wide_f64` reads and
-            // writes: `xt` `d` rows of 16 values, `m2c` `k·d`, `second` 16 values.
-            unsafe {
-                tile_wide_f64::<SECOND>(
-                    xt.as_ptr().cast(),
-                    d,
-                    std::slice::from_raw_parts(m.cast(), k * d),
-                    std::slice::from_raw_parts(n.cast(), k),
-                    labels.as_mut_ptr(),
-                    second.as_mut_ptr().cast(),
-                );
-            }
-            return true;
-        }
-        if T::SIZE == 4 && P == 32 {
-            // SAFETY: as above, with `T` f32 and rows of 32 values.
-            unsafe {
-                tile_wide_f32::<SECOND>(
-                    xt.as_ptr().cast(),
-                    d,
-                    std::slice::from_raw_parts(m.cast(), k * d),
-                    std::slice::from_raw_parts(n.cast(), k),
-                    labels.as_mut_ptr(),
-                    second.as_mut_ptr().cast(),
-                );
-            }
-            return true;
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
     {
-        if T::SIZE == 8 && P == 16 {
-            // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA. `Float`
-            // is implemented for f32 and f64 only, so `T::SIZE == 8` means `T` is f64 and the
-            // casts reinterpret f64 as f64; `xt` is `d` rows of 16 values, `m2c` `k·d` and
-            // `second` 16 values, as `tile_f64` reads and writes.
-            unsafe {
-                tile_f64::<SECOND>(
-                    xt.as_ptr().cast(),
-                    d,
-                    std::slice::from_raw_parts(m2c.as_ptr().cast(), k * d),
-                    std::slice::from_raw_parts(norms.as_ptr().cast(), k),
-                    labels.as_mut_ptr(),
-                    second.as_mut_ptr().cast(),
-                );
+        // The tile for this width and type: the AVX-512 one only where `wide` found AVX-512F.
+        let wide = wide().is_some();
+        let (tile64, tile32): (TileFn<f64>, TileFn<f32>) = if wide {
+            (tile_wide_f64::<SECOND>, tile_wide_f32::<SECOND>)
+        } else {
+            (tile_f64::<SECOND>, tile_f32::<SECOND>)
+        };
+        let (x, m, n) = (xt.as_ptr().cast::<T>(), m2c.as_ptr(), norms.as_ptr());
+        let (l, s) = (labels.as_mut_ptr(), second.as_mut_ptr());
+        // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA, and the
+        // AVX-512 tiles are chosen only where `wide` found AVX-512F: all the tiles require.
+        // `Float` is implemented for f32 and f64 only, so the size tells which `T` is and the
+        // casts reinterpret it as itself; `xt` is `d` rows of `P` values, `m2c` `k·d`, `norms`
+        // `k`, `labels` and `second` `P`, the shapes the tile of that `P` reads and writes.
+        unsafe {
+            if T::SIZE == 8 && P == 16 {
+                let (m, n) = (from_raw_parts(m.cast(), k * d), from_raw_parts(n.cast(), k));
+                tile64(x.cast(), d, m, n, l, s.cast());
+                return true;
             }
-            return true;
-        }
-        if T::SIZE == 4 && P == 32 {
-            // SAFETY: as above, with `T` f32 and rows of 32 values.
-            unsafe {
-                tile_f32::<SECOND>(
-                    xt.as_ptr().cast(),
-                    d,
-                    std::slice::from_raw_parts(m2c.as_ptr().cast(), k * d),
-                    std::slice::from_raw_parts(norms.as_ptr().cast(), k),
-                    labels.as_mut_ptr(),
-                    second.as_mut_ptr().cast(),
-                );
+            if T::SIZE == 4 && P == 32 {
+                let (m, n) = (from_raw_parts(m.cast(), k * d), from_raw_parts(n.cast(), k));
+                tile32(x.cast(), d, m, n, l, s.cast());
+                return true;
             }
-            return true;
         }
     }
     let _ = (xt, labels, second);
     false
 }
+
+/// A tile of `tile!` on values of type `F`.
+#[cfg(target_arch = "x86_64")]
+type TileFn<F> = unsafe fn(*const F, usize, &[F], &[F], *mut u32, *mut F);
 
 #[cfg(test)]
 thread_local! {
@@ -265,18 +232,21 @@ pub(super) fn wide() -> Option<Avx512> {
     })
 }
 
-macro_rules! tile_wide {
-    ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident, $store:ident, $fmadd:ident,
-     $cmp:ident, $blend:ident, $min:ident) => {
-        /// The tile of `tile!` in AVX-512 registers: `2 × lanes` records (`d` rows at `xt`),
-        /// four centres at a time. Each lane computes the same chain of fused multiply-adds
-        /// and keeps the centres in the same order with the same strict `<` as the AVX2 tile
-        /// and the portable code, so the labels and second values are the same bits.
+macro_rules! tile {
+    ($name:ident, $features:literal, $t:ty, $lanes:expr, $regs:expr, $block:expr, $v:ty,
+     $set1:ident, $load:ident, $store:ident, $fmadd:ident, $min:ident,
+     |$ca:ident, $cb:ident| $cmp:expr, |$bm:ident, $bx:ident, $by:ident| $blend:expr) => {
+        /// One tile of `regs × lanes` records (`d` rows at `xt`) against every centre, `block`
+        /// centres at a time (`regs · block` chains of fused multiply-adds in flight), then one
+        /// at a time. Every lane computes the same chain as the portable code and keeps the
+        /// centres in increasing order with the same strict `<`, so the labels and second
+        /// values are the same bits in every width.
         ///
         /// # Safety
-        /// AVX-512F; `xt` holds `d × 2·lanes` values, `labels` and `second` `2·lanes`.
+        /// The CPU has the features; `xt` holds `d × regs·lanes` values, `labels` and `second`
+        /// `regs·lanes`.
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f")]
+        #[target_feature(enable = $features)]
         unsafe fn $name<const SECOND: bool>(
             xt: *const $t,
             d: usize,
@@ -286,28 +256,13 @@ macro_rules! tile_wide {
             second: *mut $t,
         ) {
             use std::arch::x86_64::*;
-            const W: usize = 2 * $lanes;
-            let k = norms.len();
-            let mut best: [$v; 2] = [$set1(<$t>::INFINITY); 2];
-            let mut sec = best;
-            let mut lab: [$v; 2] = [$set1(0.0); 2];
-            let mut keep = |acc: &[$v; 2], j: usize| {
-                let jv = $set1(j as $t);
-                for q in 0..2 {
-                    // `acc < best`, false for NaN: the first smallest wins.
-                    let m = $cmp::<_CMP_LT_OQ>(acc[q], best[q]);
-                    if SECOND {
-                        sec[q] = $min($blend(m, acc[q], best[q]), sec[q]);
-                    }
-                    best[q] = $blend(m, best[q], acc[q]);
-                    lab[q] = $blend(m, lab[q], jv);
-                }
-            };
-            /// Centres `j..j + C`: their expansions for the tile's two registers of records.
+            const R: usize = $regs;
+            const W: usize = R * $lanes;
+            /// Centres `j..j + C`: their expansions for the tile's registers of records.
             ///
             /// # Safety
             /// As the tile's; `j + C ≤ k`.
-            #[target_feature(enable = "avx512f")]
+            #[target_feature(enable = $features)]
             #[inline]
             unsafe fn centres<const C: usize>(
                 xt: *const $t,
@@ -315,31 +270,51 @@ macro_rules! tile_wide {
                 m2c: &[$t],
                 norms: &[$t],
                 j: usize,
-            ) -> [[$v; 2]; C] {
-                let mut a: [[$v; 2]; C] = std::array::from_fn(|e| [$set1(norms[j + e]); 2]);
+            ) -> [[$v; R]; C] {
+                let mut a: [[$v; R]; C] = std::array::from_fn(|e| [$set1(norms[j + e]); R]);
                 for f in 0..d {
-                    let x: [$v; 2] = std::array::from_fn(|q| {
+                    let x: [$v; R] = std::array::from_fn(|q| {
                         // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
                         unsafe { $load(xt.add(f * W + q * $lanes)) }
                     });
                     for (e, acc) in a.iter_mut().enumerate() {
                         let cv = $set1(m2c[(j + e) * d + f]);
-                        for q in 0..2 {
+                        for q in 0..R {
                             acc[q] = $fmadd(x[q], cv, acc[q]);
                         }
                     }
                 }
                 a
             }
-            // Four centres at a time (eight chains in flight), then one at a time.
+            let k = norms.len();
+            let mut best: [$v; R] = [$set1(<$t>::INFINITY); R];
+            let mut sec = best;
+            let mut lab: [$v; R] = [$set1(0.0); R];
+            let mut keep = |acc: &[$v; R], j: usize| {
+                let jv = $set1(j as $t);
+                // Where `m`, `y`, else `x`.
+                let blend = |$bm, $bx: $v, $by: $v| $blend;
+                for q in 0..R {
+                    // `acc < best`, false for NaN: the first smallest wins.
+                    let m = {
+                        let ($ca, $cb) = (acc[q], best[q]);
+                        $cmp
+                    };
+                    if SECOND {
+                        sec[q] = $min(blend(m, acc[q], best[q]), sec[q]);
+                    }
+                    best[q] = blend(m, best[q], acc[q]);
+                    lab[q] = blend(m, lab[q], jv);
+                }
+            };
             let mut j = 0;
-            while j + 4 <= k {
-                // SAFETY: the tile's contract, `j + 4 ≤ k`.
-                let a = unsafe { centres::<4>(xt, d, m2c, norms, j) };
+            while j + $block <= k {
+                // SAFETY: the tile's contract, `j + block ≤ k`.
+                let a = unsafe { centres::<$block>(xt, d, m2c, norms, j) };
                 for (e, acc) in a.iter().enumerate() {
                     keep(acc, j + e);
                 }
-                j += 4;
+                j += $block;
             }
             while j < k {
                 // SAFETY: as above, `j < k`.
@@ -347,7 +322,7 @@ macro_rules! tile_wide {
                 j += 1;
             }
             let mut out = [0.0 as $t; W];
-            for q in 0..2 {
+            for q in 0..R {
                 // SAFETY: `out` and `second` hold `W` values.
                 unsafe {
                     $store(out.as_mut_ptr().add(q * $lanes), lab[q]);
@@ -364,142 +339,71 @@ macro_rules! tile_wide {
     };
 }
 
-tile_wide!(
-    tile_wide_f64,
-    f64,
-    8,
-    __m512d,
-    _mm512_set1_pd,
-    _mm512_loadu_pd,
-    _mm512_storeu_pd,
-    _mm512_fmadd_pd,
-    _mm512_cmp_pd_mask,
-    _mm512_mask_blend_pd,
-    _mm512_min_pd
-);
-tile_wide!(
-    tile_wide_f32,
-    f32,
-    16,
-    __m512,
-    _mm512_set1_ps,
-    _mm512_loadu_ps,
-    _mm512_storeu_ps,
-    _mm512_fmadd_ps,
-    _mm512_cmp_ps_mask,
-    _mm512_mask_blend_ps,
-    _mm512_min_ps
-);
-
-macro_rules! tile {
-    ($name:ident, $t:ty, $lanes:expr, $v:ty, $set1:ident, $load:ident, $store:ident, $fmadd:ident,
-     $cmp:ident, $blend:ident, $min:ident) => {
-        /// One tile of `4 × lanes` records (`d` rows at `xt`) against every centre.
-        ///
-        /// # Safety
-        /// AVX2 and FMA; `xt` holds `d × 4·lanes` values, `labels` and `second` `4·lanes`.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn $name<const SECOND: bool>(
-            xt: *const $t,
-            d: usize,
-            m2c: &[$t],
-            norms: &[$t],
-            labels: *mut u32,
-            second: *mut $t,
-        ) {
-            use std::arch::x86_64::*;
-            const W: usize = 4 * $lanes;
-            let k = norms.len();
-            let mut best: [$v; 4] = [$set1(<$t>::INFINITY); 4];
-            let mut sec = best;
-            let mut lab: [$v; 4] = [$set1(0.0); 4];
-            let mut keep = |acc: &[$v; 4], j: usize| {
-                let jv = $set1(j as $t);
-                for q in 0..4 {
-                    // `acc < best`, false for NaN: the first smallest wins.
-                    let m = $cmp::<_CMP_LT_OQ>(acc[q], best[q]);
-                    if SECOND {
-                        sec[q] = $min($blend(acc[q], best[q], m), sec[q]);
-                    }
-                    best[q] = $blend(best[q], acc[q], m);
-                    lab[q] = $blend(lab[q], jv, m);
-                }
-            };
-            let mut j = 0;
-            while j + 2 <= k {
-                let (r0, r1) = (&m2c[j * d..(j + 1) * d], &m2c[(j + 1) * d..(j + 2) * d]);
-                let mut a0 = [$set1(norms[j]); 4];
-                let mut a1 = [$set1(norms[j + 1]); 4];
-                for f in 0..d {
-                    let (c0, c1) = ($set1(r0[f]), $set1(r1[f]));
-                    for q in 0..4 {
-                        // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
-                        let x = unsafe { $load(xt.add(f * W + q * $lanes)) };
-                        a0[q] = $fmadd(x, c0, a0[q]);
-                        a1[q] = $fmadd(x, c1, a1[q]);
-                    }
-                }
-                keep(&a0, j);
-                keep(&a1, j + 1);
-                j += 2;
-            }
-            if j < k {
-                let r0 = &m2c[j * d..(j + 1) * d];
-                let mut a0 = [$set1(norms[j]); 4];
-                for f in 0..d {
-                    let c0 = $set1(r0[f]);
-                    for q in 0..4 {
-                        // SAFETY: as above.
-                        let x = unsafe { $load(xt.add(f * W + q * $lanes)) };
-                        a0[q] = $fmadd(x, c0, a0[q]);
-                    }
-                }
-                keep(&a0, j);
-            }
-            let mut out = [0.0 as $t; W];
-            for q in 0..4 {
-                // SAFETY: `out` and `second` hold `W` values.
-                unsafe {
-                    $store(out.as_mut_ptr().add(q * $lanes), lab[q]);
-                    if SECOND {
-                        $store(second.add(q * $lanes), sec[q]);
-                    }
-                }
-            }
-            for (l, &j) in out.iter().enumerate() {
-                // SAFETY: `labels` holds `W` values.
-                unsafe { *labels.add(l) = j as u32 };
-            }
-        }
-    };
-}
-
+// AVX2: four registers of records, two centres at a time.
 tile!(
     tile_f64,
+    "avx2,fma",
     f64,
     4,
+    4,
+    2,
     __m256d,
     _mm256_set1_pd,
     _mm256_loadu_pd,
     _mm256_storeu_pd,
     _mm256_fmadd_pd,
-    _mm256_cmp_pd,
-    _mm256_blendv_pd,
-    _mm256_min_pd
+    _mm256_min_pd,
+    |a, b| _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
+    |m, x, y| _mm256_blendv_pd(x, y, m)
 );
 tile!(
     tile_f32,
+    "avx2,fma",
     f32,
     8,
+    4,
+    2,
     __m256,
     _mm256_set1_ps,
     _mm256_loadu_ps,
     _mm256_storeu_ps,
     _mm256_fmadd_ps,
-    _mm256_cmp_ps,
-    _mm256_blendv_ps,
-    _mm256_min_ps
+    _mm256_min_ps,
+    |a, b| _mm256_cmp_ps::<_CMP_LT_OQ>(a, b),
+    |m, x, y| _mm256_blendv_ps(x, y, m)
+);
+// AVX-512: the same records in two registers, four centres at a time, compares into masks.
+tile!(
+    tile_wide_f64,
+    "avx512f",
+    f64,
+    8,
+    2,
+    4,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    _mm512_fmadd_pd,
+    _mm512_min_pd,
+    |a, b| _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b),
+    |m, x, y| _mm512_mask_blend_pd(m, x, y)
+);
+tile!(
+    tile_wide_f32,
+    "avx512f",
+    f32,
+    16,
+    2,
+    4,
+    __m512,
+    _mm512_set1_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_fmadd_ps,
+    _mm512_min_ps,
+    |a, b| _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b),
+    |m, x, y| _mm512_mask_blend_ps(m, x, y)
 );
 
 /// [`super::assign::nearest_one`] for a little-endian record, hand-written for AVX2: the
@@ -870,6 +774,41 @@ pub(super) fn fill_tile<T: Float, const P: usize>(_proof: Avx2Fma, recs: &[u8], 
     }
 }
 
+/// The loops of a tile fill: blocks of `B` records × `B` values by `block(i, f)` (records
+/// `i..i + B`, values `f..f + B`), the values past the last whole block of a record and the
+/// records past the last whole block copied one by one.
+///
+/// # Safety
+/// `r` holds `n` records of `d` values, `xt` `d` rows of `p ≥ n` values; `block` writes rows
+/// `f..f + B`, lanes `i..i + B` from those records and values only.
+#[inline(always)]
+unsafe fn fill_runs<T: Copy, const B: usize>(
+    r: *const T,
+    (n, d): (usize, usize),
+    xt: *mut T,
+    p: usize,
+    block: impl Fn(usize, usize),
+) {
+    let (nb, db) = (n / B * B, d / B * B);
+    for i in (0..nb).step_by(B) {
+        for f in (0..db).step_by(B) {
+            block(i, f);
+        }
+        for f in db..d {
+            for k in i..i + B {
+                // SAFETY: record `k < n`, value `f < d`; row `f`, lane `k < p`.
+                unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+            }
+        }
+    }
+    for k in nb..n {
+        for f in 0..d {
+            // SAFETY: as above.
+            unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
+        }
+    }
+}
+
 /// # Safety
 /// AVX2; `r` holds `n` records of `d` f32, `xt` `d` rows of `p ≥ n` f32.
 #[cfg(target_arch = "x86_64")]
@@ -878,52 +817,37 @@ pub(super) fn fill_tile<T: Float, const P: usize>(_proof: Avx2Fma, recs: &[u8], 
 unsafe fn fill_f32(r: *const u8, n: usize, d: usize, xt: *mut f32, p: usize) {
     use std::arch::x86_64::*;
     let r = r.cast::<f32>();
-    let (n8, d8) = (n / 8 * 8, d / 8 * 8);
-    for i in (0..n8).step_by(8) {
-        for f in (0..d8).step_by(8) {
-            // SAFETY: records `i..i + 8 ≤ n`, values `f..f + 8 ≤ d` of each; rows `f..f + 8`
-            // of `xt`, lanes `i..i + 8 ≤ p`.
-            unsafe {
-                let v: [__m256; 8] =
-                    std::array::from_fn(|k| _mm256_loadu_ps(r.add((i + k) * d + f)));
-                let (a0, a1) = (_mm256_unpacklo_ps(v[0], v[1]), _mm256_unpackhi_ps(v[0], v[1]));
-                let (a2, a3) = (_mm256_unpacklo_ps(v[2], v[3]), _mm256_unpackhi_ps(v[2], v[3]));
-                let (a4, a5) = (_mm256_unpacklo_ps(v[4], v[5]), _mm256_unpackhi_ps(v[4], v[5]));
-                let (a6, a7) = (_mm256_unpacklo_ps(v[6], v[7]), _mm256_unpackhi_ps(v[6], v[7]));
-                // Values f, f + 4 of records 0–3 (low, high halves), then f + 1, f + 5, …
-                let b = [
-                    _mm256_shuffle_ps::<0x44>(a0, a2),
-                    _mm256_shuffle_ps::<0xEE>(a0, a2),
-                    _mm256_shuffle_ps::<0x44>(a1, a3),
-                    _mm256_shuffle_ps::<0xEE>(a1, a3),
-                ];
-                // The same of records 4–7.
-                let c = [
-                    _mm256_shuffle_ps::<0x44>(a4, a6),
-                    _mm256_shuffle_ps::<0xEE>(a4, a6),
-                    _mm256_shuffle_ps::<0x44>(a5, a7),
-                    _mm256_shuffle_ps::<0xEE>(a5, a7),
-                ];
-                for q in 0..4 {
-                    let lo = _mm256_permute2f128_ps::<0x20>(b[q], c[q]);
-                    let hi = _mm256_permute2f128_ps::<0x31>(b[q], c[q]);
-                    _mm256_storeu_ps(xt.add((f + q) * p + i), lo);
-                    _mm256_storeu_ps(xt.add((f + q + 4) * p + i), hi);
-                }
+    // SAFETY: the contract of `fill_f32` is that of `fill_runs`; the block reads records
+    // `i..i + 8 ≤ n`, values `f..f + 8 ≤ d` of each, and writes rows `f..f + 8` of `xt`, lanes
+    // `i..i + 8 ≤ p`.
+    unsafe {
+        fill_runs::<f32, 8>(r, (n, d), xt, p, |i, f| {
+            let v: [__m256; 8] = std::array::from_fn(|k| _mm256_loadu_ps(r.add((i + k) * d + f)));
+            let (a0, a1) = (_mm256_unpacklo_ps(v[0], v[1]), _mm256_unpackhi_ps(v[0], v[1]));
+            let (a2, a3) = (_mm256_unpacklo_ps(v[2], v[3]), _mm256_unpackhi_ps(v[2], v[3]));
+            let (a4, a5) = (_mm256_unpacklo_ps(v[4], v[5]), _mm256_unpackhi_ps(v[4], v[5]));
+            let (a6, a7) = (_mm256_unpacklo_ps(v[6], v[7]), _mm256_unpackhi_ps(v[6], v[7]));
+            // Values f, f + 4 of records 0–3 (low, high halves), then f + 1, f + 5, …
+            let b = [
+                _mm256_shuffle_ps::<0x44>(a0, a2),
+                _mm256_shuffle_ps::<0xEE>(a0, a2),
+                _mm256_shuffle_ps::<0x44>(a1, a3),
+                _mm256_shuffle_ps::<0xEE>(a1, a3),
+            ];
+            // The same of records 4–7.
+            let c = [
+                _mm256_shuffle_ps::<0x44>(a4, a6),
+                _mm256_shuffle_ps::<0xEE>(a4, a6),
+                _mm256_shuffle_ps::<0x44>(a5, a7),
+                _mm256_shuffle_ps::<0xEE>(a5, a7),
+            ];
+            for q in 0..4 {
+                let lo = _mm256_permute2f128_ps::<0x20>(b[q], c[q]);
+                let hi = _mm256_permute2f128_ps::<0x31>(b[q], c[q]);
+                _mm256_storeu_ps(xt.add((f + q) * p + i), lo);
+                _mm256_storeu_ps(xt.add((f + q + 4) * p + i), hi);
             }
-        }
-        for f in d8..d {
-            for k in i..i + 8 {
-                // SAFETY: record `k < n`, value `f < d`; row `f`, lane `k < p`.
-                unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
-            }
-        }
-    }
-    for k in n8..n {
-        for f in 0..d {
-            // SAFETY: as above.
-            unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
-        }
+        });
     }
 }
 
@@ -935,35 +859,18 @@ unsafe fn fill_f32(r: *const u8, n: usize, d: usize, xt: *mut f32, p: usize) {
 unsafe fn fill_f64(r: *const u8, n: usize, d: usize, xt: *mut f64, p: usize) {
     use std::arch::x86_64::*;
     let r = r.cast::<f64>();
-    let (n4, d4) = (n / 4 * 4, d / 4 * 4);
-    for i in (0..n4).step_by(4) {
-        for f in (0..d4).step_by(4) {
-            // SAFETY: records `i..i + 4 ≤ n`, values `f..f + 4 ≤ d` of each; rows `f..f + 4`
-            // of `xt`, lanes `i..i + 4 ≤ p`.
-            unsafe {
-                let v: [__m256d; 4] =
-                    std::array::from_fn(|k| _mm256_loadu_pd(r.add((i + k) * d + f)));
-                // Values f, f + 2 of records 0, 1 (low, high halves), f + 1, f + 3; then 2, 3.
-                let (a0, a1) = (_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1]));
-                let (a2, a3) = (_mm256_unpacklo_pd(v[2], v[3]), _mm256_unpackhi_pd(v[2], v[3]));
-                _mm256_storeu_pd(xt.add(f * p + i), _mm256_permute2f128_pd::<0x20>(a0, a2));
-                _mm256_storeu_pd(xt.add((f + 1) * p + i), _mm256_permute2f128_pd::<0x20>(a1, a3));
-                _mm256_storeu_pd(xt.add((f + 2) * p + i), _mm256_permute2f128_pd::<0x31>(a0, a2));
-                _mm256_storeu_pd(xt.add((f + 3) * p + i), _mm256_permute2f128_pd::<0x31>(a1, a3));
-            }
-        }
-        for f in d4..d {
-            for k in i..i + 4 {
-                // SAFETY: record `k < n`, value `f < d`; row `f`, lane `k < p`.
-                unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
-            }
-        }
-    }
-    for k in n4..n {
-        for f in 0..d {
-            // SAFETY: as above.
-            unsafe { *xt.add(f * p + k) = r.add(k * d + f).read_unaligned() };
-        }
+    // SAFETY: as in `fill_f32`, with blocks of 4 records × 4 values.
+    unsafe {
+        fill_runs::<f64, 4>(r, (n, d), xt, p, |i, f| {
+            let v: [__m256d; 4] = std::array::from_fn(|k| _mm256_loadu_pd(r.add((i + k) * d + f)));
+            // Values f, f + 2 of records 0, 1 (low, high halves), f + 1, f + 3; then 2, 3.
+            let (a0, a1) = (_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1]));
+            let (a2, a3) = (_mm256_unpacklo_pd(v[2], v[3]), _mm256_unpackhi_pd(v[2], v[3]));
+            _mm256_storeu_pd(xt.add(f * p + i), _mm256_permute2f128_pd::<0x20>(a0, a2));
+            _mm256_storeu_pd(xt.add((f + 1) * p + i), _mm256_permute2f128_pd::<0x20>(a1, a3));
+            _mm256_storeu_pd(xt.add((f + 2) * p + i), _mm256_permute2f128_pd::<0x31>(a0, a2));
+            _mm256_storeu_pd(xt.add((f + 3) * p + i), _mm256_permute2f128_pd::<0x31>(a1, a3));
+        });
     }
 }
 
