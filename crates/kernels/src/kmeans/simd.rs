@@ -258,34 +258,6 @@ macro_rules! tile {
             use std::arch::x86_64::*;
             const R: usize = $regs;
             const W: usize = R * $lanes;
-            /// Centres `j..j + C`: their expansions for the tile's registers of records.
-            ///
-            /// # Safety
-            /// As the tile's; `j + C ≤ k`.
-            #[target_feature(enable = $features)]
-            #[inline]
-            unsafe fn centres<const C: usize>(
-                xt: *const $t,
-                d: usize,
-                m2c: &[$t],
-                norms: &[$t],
-                j: usize,
-            ) -> [[$v; R]; C] {
-                let mut a: [[$v; R]; C] = std::array::from_fn(|e| [$set1(norms[j + e]); R]);
-                for f in 0..d {
-                    let x: [$v; R] = std::array::from_fn(|q| {
-                        // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
-                        unsafe { $load(xt.add(f * W + q * $lanes)) }
-                    });
-                    for (e, acc) in a.iter_mut().enumerate() {
-                        let cv = $set1(m2c[(j + e) * d + f]);
-                        for q in 0..R {
-                            acc[q] = $fmadd(x[q], cv, acc[q]);
-                        }
-                    }
-                }
-                a
-            }
             let k = norms.len();
             let mut best: [$v; R] = [$set1(<$t>::INFINITY); R];
             let mut sec = best;
@@ -307,18 +279,36 @@ macro_rules! tile {
                     lab[q] = blend(m, lab[q], jv);
                 }
             };
+            // Centres `j..j + c` (`c ≤ block`): their expansions for the tile's registers of
+            // records. A closure, so that it is inlined with the tile's features and `c` known.
+            let centres = |j: usize, c: usize| -> [[$v; R]; $block] {
+                let mut a = [[$set1(0.0); R]; $block];
+                for (e, acc) in a.iter_mut().enumerate().take(c) {
+                    *acc = [$set1(norms[j + e]); R];
+                }
+                for f in 0..d {
+                    let x: [$v; R] = std::array::from_fn(|q| {
+                        // SAFETY: row `f < d` of `W` values, lanes `q·lanes..(q+1)·lanes`.
+                        unsafe { $load(xt.add(f * W + q * $lanes)) }
+                    });
+                    for (e, acc) in a.iter_mut().enumerate().take(c) {
+                        let cv = $set1(m2c[(j + e) * d + f]);
+                        for q in 0..R {
+                            acc[q] = $fmadd(x[q], cv, acc[q]);
+                        }
+                    }
+                }
+                a
+            };
             let mut j = 0;
             while j + $block <= k {
-                // SAFETY: the tile's contract, `j + block ≤ k`.
-                let a = unsafe { centres::<$block>(xt, d, m2c, norms, j) };
-                for (e, acc) in a.iter().enumerate() {
+                for (e, acc) in centres(j, $block).iter().enumerate() {
                     keep(acc, j + e);
                 }
                 j += $block;
             }
             while j < k {
-                // SAFETY: as above, `j < k`.
-                keep(&unsafe { centres::<1>(xt, d, m2c, norms, j) }[0], j);
+                keep(&centres(j, 1)[0], j);
                 j += 1;
             }
             let mut out = [0.0 as $t; W];
