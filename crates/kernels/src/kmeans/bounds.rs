@@ -44,7 +44,7 @@ use super::simd::Avx2Fma;
 use crate::Scalar;
 
 /// f64's unit roundoff.
-const U64: f64 = f64::EPSILON / 2.0;
+pub(super) const U64: f64 = f64::EPSILON / 2.0;
 
 /// One block's bounds: per record, a lower bound on the distance to every centre but its own,
 /// an upper bound on the distance to its own, and its label.
@@ -419,8 +419,7 @@ impl PassBounds {
         let Some(other) = self.other.as_ref() else { return (0.0, false) };
         let l = (lower - other[a]) * (1.0 - 2.0 * U64);
         let xx = (2.0 * near + 2.0 * self.c2) * (1.0 + 4.0 * U64);
-        // `&`, not `&&`: both sides are cheap, and the dense loop wants no branch here.
-        (l, (l > 0.0) & (near + self.margin(xx) < l * l * (1.0 - 4.0 * U64)))
+        (l, l > 0.0 && near + self.margin(xx) < l * l * (1.0 - 4.0 * U64))
     }
 
     /// The bound after a full assignment: `second` the second smallest computed expanded

@@ -147,7 +147,7 @@ pub(super) fn assign_lean<
                     // Only in a dense block (a branch the whole block takes alike), and without
                     // a branch on the verdict: it is as hard to predict as the test.
                     let (l, keep) = if dense { p.verdict(lower[i], j, dist) } else { (0.0, false) };
-                    let keep = keep & (label[i] as usize == j);
+                    let keep = keep && label[i] as usize == j;
                     let fresh = p.fresh(value[o], xx);
                     (lower[i], label[i]) = (if keep { l } else { fresh }, j as u32);
                     assigned += u64::from(!keep);

@@ -14,7 +14,7 @@ use std::slice::from_raw_parts;
 use sluice_io::Block;
 
 use super::assign::Want;
-use super::bounds::{BlockBounds, PassBounds, Unread};
+use super::bounds::{BlockBounds, PassBounds, U64, Unread};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
 pub(super) use crate::cpu::{Avx2Fma, Avx512};
@@ -906,7 +906,7 @@ pub(super) fn unread_run(
                 );
                 let rhs = _mm256_mul_pd(_mm256_mul_pd(tp, tp), _mm256_set1_pd(uc));
                 let keep = _mm256_cmp_pd::<_CMP_LT_OQ>(lhs, rhs);
-                let (dn, up) = (1.0 - f64::EPSILON, 1.0 + f64::EPSILON);
+                let (dn, up) = (1.0 - 2.0 * U64, 1.0 + 2.0 * U64);
                 let l2 = _mm256_mul_pd(t, _mm256_set1_pd(dn));
                 let u2 = _mm256_mul_pd(s, _mm256_set1_pd(up));
                 _mm256_storeu_pd(lower.as_mut_ptr().add(i), _mm256_blendv_pd(l, l2, keep));
