@@ -431,6 +431,68 @@ impl PassBounds {
     }
 }
 
+/// The bounds of a window's records after the lean loop assigned them (`lean.rs`): those the
+/// test kept ([`PassBounds::keeps_near`], which set their lower bound) and those assigned in
+/// full, whose lower bound is [`PassBounds::fresh`] unless, in a dense block, the test's
+/// verdict from the full assignment's values keeps the label ([`PassBounds::verdict`]); every
+/// record's upper bound is [`PassBounds::upper`] of its direct distance. Four records at a time
+/// where the CPU has AVX2 (`simd::refresh_run`, the same operations in each lane).
+pub(super) struct Refresh<'a> {
+    pub(super) pass: &'a PassBounds,
+    /// Per centre, the largest shift of the others (none: no record keeps its label by the
+    /// verdict).
+    pub(super) other: Option<&'a [f64]>,
+    /// Whether the block is dense (the verdict applies).
+    pub(super) dense: bool,
+    /// `C²`, `coef` and `direct` of the pass.
+    pub(super) c2: f64,
+    pub(super) coef: f64,
+    pub(super) direct: f64,
+}
+
+impl PassBounds {
+    /// The [`Refresh`] of this pass for a block, dense or not.
+    pub(super) fn refresh(&self, dense: bool) -> Refresh<'_> {
+        let (c2, coef, direct) = (self.c2, self.coef, self.direct);
+        Refresh { pass: self, other: self.other.as_deref(), dense, c2, coef, direct }
+    }
+}
+
+impl Refresh<'_> {
+    /// The records `from..` of a window: `kept` whether the test kept it, `lab` its label
+    /// now, `dist` its direct squared distance, `second` and `xx` the second smallest expanded
+    /// distance and squared norm of one assigned in full; writes the new bounds and labels
+    /// to `lower`, `upper` and `label`, and returns how many were assigned in full (those
+    /// not kept by the test or the verdict).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn run(
+        &self,
+        from: usize,
+        (kept, lab): (&[bool], &[u32]),
+        (dist, second, xx): (&[f64], &[f64], &[f64]),
+        lower: &mut [f64],
+        upper: &mut [f64],
+        label: &mut [u32],
+    ) -> u64 {
+        let p = self.pass;
+        let mut assigned = 0;
+        for o in from..kept.len() {
+            upper[o] = p.upper(dist[o]);
+            if kept[o] {
+                continue;
+            }
+            let j = lab[o] as usize;
+            let (l, keep) = if self.dense { p.verdict(lower[o], j, dist[o]) } else { (0.0, false) };
+            let keep = keep && label[o] == lab[o];
+            let fresh = p.fresh(second[o], xx[o]);
+            (lower[o], label[o]) = (if keep { l } else { fresh }, lab[o]);
+            assigned += u64::from(!keep);
+        }
+        assigned
+    }
+}
+
 /// The test without the data of one pass ([`PassBounds::keeps_unread`]): the centres' own and
 /// other shifts, and the folded constants `[P, Q, R]`.
 pub(super) struct Unread<'a> {
@@ -565,5 +627,100 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The window's bounds four records at a time (`simd::refresh_run`) and one at a time
+    /// ([`Refresh::run`]) are those of the record-by-record methods they stand for
+    /// ([`PassBounds::upper`], [`PassBounds::verdict`], [`PassBounds::fresh`]), bit for bit,
+    /// for kept and recomputed records, dense blocks or not, moved labels or not, with lower
+    /// bounds around the verdict's boundary and second distances that leave no bound.
+    #[test]
+    fn the_window_bounds_four_at_a_time_are_the_record_bounds() {
+        let mut rng = StdRng::seed_from_u64(31);
+        let pipeline = PipelineBuilder::new().block_size(8192).build().unwrap();
+        let (d, k) = (5, 9);
+        let (mut verdicts, mut refused) = (0, 0);
+        for (round, records) in [0, 1, 3, 4, 7, 128, 128, 128, 97].into_iter().enumerate() {
+            let old: Vec<f64> = (0..k * d).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            let new: Vec<f64> = old.iter().map(|c| c + rng.gen_range(-0.02..0.02)).collect();
+            let store = BoundStore::new(8, &Budget::unlimited(), &pipeline).unwrap();
+            let first = store.begin(&old, d, Scalar::F32);
+            // The first pass has no shifts (no verdict); the second has.
+            let second_pass = store.begin(&new, d, Scalar::F32);
+            let pass = if round == 5 { &first } else { &second_pass };
+            let kept: Vec<bool> = (0..records).map(|_| rng.gen_bool(0.3)).collect();
+            let label: Vec<u32> = (0..records).map(|_| rng.gen_range(0..k as u32)).collect();
+            let lab: Vec<u32> = (0..records)
+                .map(|o| {
+                    if kept[o] || rng.gen_bool(0.7) { label[o] } else { rng.gen_range(0..k as u32) }
+                })
+                .collect();
+            let dist: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..0.5)).collect();
+            let xx: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..3.0)).collect();
+            let second: Vec<f64> = (0..records)
+                .map(|o| rng.gen_range(-1.0..1.0) - xx[o] * rng.gen_range(0.5..1.0))
+                .collect();
+            // Lower bounds around the verdict's boundary, `l²·k₄ = near + margin`, within a
+            // few roundings for most records.
+            let lower: Vec<f64> = (0..records)
+                .map(|o| {
+                    let near = dist[o] * pass.direct;
+                    let xv = (2.0 * near + 2.0 * pass.c2) * (1.0 + 4.0 * U64);
+                    let l = ((near + pass.margin(xv)) / (1.0 - 4.0 * U64)).sqrt();
+                    let shift = pass.other.as_ref().map_or(0.0, |s| s[lab[o] as usize]);
+                    let width = [1e-15, 4e-16, 1e-14, 0.1][o % 4];
+                    (l / (1.0 - 2.0 * U64) + shift) * rng.gen_range(1.0 - width..1.0 + width)
+                })
+                .collect();
+            for dense in [false, true] {
+                // The record-by-record truth, as the lean loop computed it before the windows.
+                let (mut lo, mut up, mut la, mut count) =
+                    (lower.clone(), vec![0.0; records], label.clone(), 0);
+                for o in 0..records {
+                    up[o] = pass.upper(dist[o]);
+                    if kept[o] {
+                        continue;
+                    }
+                    let j = lab[o] as usize;
+                    let (l, keep) =
+                        if dense { pass.verdict(lower[o], j, dist[o]) } else { (0.0, false) };
+                    let keep = keep && label[o] == lab[o];
+                    (lo[o], la[o]) = (if keep { l } else { pass.fresh(second[o], xx[o]) }, lab[o]);
+                    count += u64::from(!keep);
+                    (verdicts, refused) = (
+                        verdicts + usize::from(keep),
+                        refused + usize::from(dense && !keep && label[o] == lab[o]),
+                    );
+                }
+                let refresh = pass.refresh(dense);
+                let mut got = vec![];
+                let (mut l1, mut u1, mut a1) = (lower.clone(), vec![0.0; records], label.clone());
+                let n =
+                    refresh.run(0, (&kept, &lab), (&dist, &second, &xx), &mut l1, &mut u1, &mut a1);
+                got.push((n, l1, u1, a1));
+                if let Some(proof) = super::super::simd::proof() {
+                    let (mut l2, mut u2, mut a2) =
+                        (lower.clone(), vec![0.0; records], label.clone());
+                    let n = super::super::simd::refresh_run(
+                        proof,
+                        &refresh,
+                        (&kept, &lab),
+                        (&dist, &second, &xx),
+                        &mut l2,
+                        &mut u2,
+                        &mut a2,
+                    );
+                    got.push((n, l2, u2, a2));
+                }
+                for (n, l, u, a) in got {
+                    assert_eq!(n, count, "records {records} dense {dense}");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&l), bits(&lo), "lower, records {records} dense {dense}");
+                    assert_eq!(bits(&u), bits(&up), "upper, records {records} dense {dense}");
+                    assert_eq!(a, la, "labels, records {records} dense {dense}");
+                }
+            }
+        }
+        assert!(verdicts > 20 && refused > 20, "{verdicts} kept by the verdict, {refused} refused");
     }
 }

@@ -5,7 +5,7 @@
 use super::assign::{nearest, nearest_one, tally};
 use super::bounds::{BlockBounds, PassBounds};
 use super::kernel::{BlockPartial, Float, Prepared};
-use super::simd::{Avx2Fma, fill_tile, near_avx2, nearest_avx2, row_avx2};
+use super::simd::{Avx2Fma, fill_tile, near_avx2, nearest_avx2, refresh_run, row_avx2};
 
 /// [`assign_block`] for little-endian records on AVX2 and FMA, with what to collect fixed at
 /// compile time (`UPDATE`: sums, counts and farthest points; `LABELS`: the labels) so that the
@@ -67,6 +67,8 @@ pub(super) fn assign_lean<
     // A kept record's direct distance, or a recomputed one's second smallest expansion.
     let mut value = [0.0f64; W];
     let mut kept = [false; W];
+    // Each record's direct squared distance, and a recomputed one's squared norm.
+    let (mut dists, mut norms_w) = ([0.0f64; W], [0.0f64; W]);
     let mut sums = std::mem::take(&mut partial.sums);
     let mut counts = std::mem::take(&mut partial.counts);
     let mut inertia = std::mem::take(&mut partial.inertia);
@@ -140,27 +142,30 @@ pub(super) fn assign_lean<
             } else {
                 let (dist, xx) =
                     row_avx2::<T, false, UPDATE, true>(avx2, r, c, s).unwrap_or_default();
-                // In a dense block, the test's verdict from the same values: a record it keeps
-                // keeps its label (bounds.rs, rule 1), with the direct distance of `row_avx2`
-                // (the same bits as `near_avx2`), so a label that did not move is tested here.
-                if let Some(p) = pass {
-                    // Only in a dense block (a branch the whole block takes alike), and without
-                    // a branch on the verdict: it is as hard to predict as the test.
-                    let (l, keep) = if dense { p.verdict(lower[i], j, dist) } else { (0.0, false) };
-                    let keep = keep && label[i] as usize == j;
-                    let fresh = p.fresh(value[o], xx);
-                    (lower[i], label[i]) = (if keep { l } else { fresh }, j as u32);
-                    assigned += u64::from(!keep);
-                } else {
-                    assigned += 1;
-                }
+                norms_w[o] = xx;
+                assigned += u64::from(pass.is_none());
                 dist
             };
-            if let Some(p) = pass {
-                upper[i] = p.upper(dist);
-            }
+            dists[o] = dist;
             let figures = (&mut counts[..], &mut inertia[..], &mut far_threshold);
             tally::<T, false>((UPDATE, LABELS), figures, partial, (first + i as u64, j, dist), r);
+        }
+        // The bounds, four records at a time. In a dense block, the test's verdict from the
+        // full assignment's values: a record it keeps keeps its label (bounds.rs, rule 1), with
+        // the direct distance of `row_avx2` (the same bits as `near_avx2`), so a label that did
+        // not move is tested here, without a branch on the verdict (as hard to predict as the
+        // test).
+        if let Some(p) = pass {
+            let n = w1 - w0;
+            assigned += refresh_run(
+                avx2,
+                &p.refresh(dense),
+                (&kept[..n], &lab[..n]),
+                (&dists[..n], &value[..n], &norms_w[..n]),
+                &mut lower[w0..w1],
+                &mut upper[w0..w1],
+                &mut label[w0..w1],
+            );
         }
     }
     (partial.sums, partial.counts, partial.inertia) = (sums, counts, inertia);

@@ -14,7 +14,7 @@ use std::slice::from_raw_parts;
 use sluice_io::Block;
 
 use super::assign::Want;
-use super::bounds::{BlockBounds, PassBounds, U64, Unread};
+use super::bounds::{BlockBounds, PassBounds, Refresh, U64, Unread};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
 pub(super) use crate::cpu::{Avx2Fma, Avx512};
@@ -921,4 +921,95 @@ pub(super) fn unread_run(
     }
     let from = if cfg!(target_arch = "x86_64") { records / 4 * 4 } else { 0 };
     n + test.run(from, lower, upper, label, first, &mut at[n..])
+}
+
+/// [`Refresh::run`] over a window, four records at a time in AVX2 registers: the same
+/// operations in each lane, without a branch, so the same bounds, labels and count; the last
+/// few by `Refresh::run`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn refresh_run(
+    _proof: Avx2Fma,
+    refresh: &Refresh<'_>,
+    (kept, lab): (&[bool], &[u32]),
+    (dist, second, xx): (&[f64], &[f64], &[f64]),
+    lower: &mut [f64],
+    upper: &mut [f64],
+    label: &mut [u32],
+) -> u64 {
+    let records = kept.len();
+    assert!(
+        [lab.len(), dist.len(), second.len(), xx.len(), lower.len(), upper.len(), label.len()]
+            .iter()
+            .all(|&n| n == records),
+        "a window's records in every slice"
+    );
+    let mut assigned = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let other = refresh.other.unwrap_or(&[]);
+        for q in 0..records / 4 {
+            let i = 4 * q;
+            // The verdict's shift of each record's new centre (0 without the shifts, where
+            // the verdict keeps nothing).
+            let oth: [f64; 4] = std::array::from_fn(|k| {
+                other.get(lab[i + k] as usize).copied().unwrap_or_default()
+            });
+            let flags: [i64; 4] = std::array::from_fn(|k| -i64::from(kept[i + k]));
+            let verdict = refresh.dense && refresh.other.is_some();
+            // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; values
+            // `i..i + 4 ≤ records` of every slice (asserted above), the arrays of 4.
+            let missed = unsafe {
+                let set = _mm256_set1_pd;
+                let d = _mm256_loadu_pd(dist.as_ptr().add(i));
+                let near = _mm256_mul_pd(d, set(refresh.direct));
+                let up = _mm256_mul_pd(_mm256_sqrt_pd(near), set(1.0 + 2.0 * U64));
+                _mm256_storeu_pd(upper.as_mut_ptr().add(i), up);
+                // `margin(xx) = 2·coef·(2C² + xx)`, as `PassBounds::margin`.
+                let (coef2, c2x2) = (2.0 * refresh.coef, 2.0 * refresh.c2);
+                let margin = |xx| _mm256_mul_pd(set(coef2), _mm256_add_pd(set(c2x2), xx));
+                // The verdict (`PassBounds::within` at `near`).
+                let lw = _mm256_loadu_pd(lower.as_ptr().add(i));
+                let l = _mm256_mul_pd(
+                    _mm256_sub_pd(lw, _mm256_loadu_pd(oth.as_ptr())),
+                    set(1.0 - 2.0 * U64),
+                );
+                let xv = _mm256_mul_pd(
+                    _mm256_add_pd(_mm256_mul_pd(set(2.0), near), set(c2x2)),
+                    set(1.0 + 4.0 * U64),
+                );
+                let lhs = _mm256_add_pd(near, margin(xv));
+                let rhs = _mm256_mul_pd(_mm256_mul_pd(l, l), set(1.0 - 4.0 * U64));
+                let pos = _mm256_cmp_pd::<_CMP_GT_OQ>(l, _mm256_setzero_pd());
+                let keep = _mm256_and_pd(pos, _mm256_cmp_pd::<_CMP_LT_OQ>(lhs, rhs));
+                // … and only for a record whose label did not move.
+                let old = _mm_loadu_si128(label.as_ptr().add(i).cast());
+                let new = _mm_loadu_si128(lab.as_ptr().add(i).cast());
+                let same = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpeq_epi32(old, new)));
+                let keep = _mm256_and_pd(
+                    _mm256_and_pd(keep, same),
+                    set(f64::from_bits(if verdict { u64::MAX } else { 0 })),
+                );
+                // The fresh bound (`PassBounds::fresh`).
+                let xr = _mm256_loadu_pd(xx.as_ptr().add(i));
+                let l2 = _mm256_sub_pd(
+                    _mm256_add_pd(_mm256_loadu_pd(second.as_ptr().add(i)), xr),
+                    margin(xr),
+                );
+                let fresh = _mm256_and_pd(
+                    _mm256_mul_pd(_mm256_sqrt_pd(l2), set(1.0 - 2.0 * U64)),
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(l2, _mm256_setzero_pd()),
+                );
+                let was = _mm256_castsi256_pd(_mm256_loadu_si256(flags.as_ptr().cast()));
+                let lo = _mm256_blendv_pd(_mm256_blendv_pd(fresh, l, keep), lw, was);
+                _mm256_storeu_pd(lower.as_mut_ptr().add(i), lo);
+                _mm_storeu_si128(label.as_mut_ptr().add(i).cast(), new);
+                _mm256_movemask_pd(_mm256_or_pd(keep, was)) ^ 0b1111
+            };
+            assigned += u64::from(missed.count_ones());
+        }
+    }
+    let from = if cfg!(target_arch = "x86_64") { records / 4 * 4 } else { 0 };
+    assigned + refresh.run(from, (kept, lab), (dist, second, xx), lower, upper, label)
 }
