@@ -84,8 +84,9 @@ pub(crate) struct BoundStore {
     assigned: AtomicU64,
     /// [`ONE_BY_ONE_BELOW`] (or a test's choice: 0 never, 2 always).
     one_by_one_below: f64,
-    /// [`DENSE_FROM`] (or a test's choice: 0 always, 2 never).
-    dense_from: f64,
+    /// [`DENSE_FROM`] by the data's type, unless set (`SLUICE_KMEANS_DENSE`, or a test's
+    /// choice: 0 always, 2 never).
+    dense_from: Option<f64>,
     _memory: Reservation,
 }
 
@@ -106,11 +107,15 @@ thread_local! {
 const ONE_BY_ONE_BELOW: f64 = 0.25;
 
 /// A block whose last pass assigned at least this share of its records in full is dense
-/// ([`PassBounds::dense`]); `SLUICE_KMEANS_DENSE=S` sets the share (above 1: never). On the
-/// benchmark's data (1M × 10, k = 20, 32 iterations, 2 workers, 16 alternated pairs on an AMD
-/// EPYC host) the passes after one that assigned 68–89 % in full ran 1.078× faster in f32 and
-/// 1.030× in f64 with 0.5 than without (iterations 3–32: 1.055× and 0.987×).
-const DENSE_FROM: f64 = 0.5;
+/// ([`PassBounds::dense`]), for f32 and f64 data; `SLUICE_KMEANS_DENSE=S` sets the share
+/// (above 1: never). On the benchmark's data (1M × 10, k = 20, 32 iterations, 2 workers, 16
+/// alternated pairs on an AMD EPYC host) the passes after one that assigned 68–89 % in full
+/// ran 1.078× faster in f32 and 1.030× in f64 with 0.5 than without (iterations 3–32: 1.055×
+/// and 0.987×). Once the window's bounds were refreshed four at a time (`simd::refresh_run`)
+/// a dense f32 block cost less than the test's branches: 0.25 against 0.5, iterations 3–32
+/// 1.078× (5 of 6 alternated pairs) and 1.073× (10 of 10) on the Intel host; in f64, whose
+/// tiles cost twice as much, 1.007× (3 of 6), so f64 keeps 0.5.
+const DENSE_FROM: [f64; 2] = [0.25, 0.5];
 
 impl BoundStore {
     /// A store for `records` records, if the budget holds it (rule 2).
@@ -145,8 +150,7 @@ impl BoundStore {
             dense_from: std::env::var("SLUICE_KMEANS_DENSE")
                 .ok()
                 .and_then(|v| v.parse::<f64>().ok())
-                .filter(|s| s.is_finite())
-                .unwrap_or(DENSE_FROM),
+                .filter(|s| s.is_finite()),
             _memory: memory,
         };
         #[cfg(test)]
@@ -155,7 +159,7 @@ impl BoundStore {
         }
         #[cfg(test)]
         if let Some(force) = DENSE.with(std::cell::Cell::get) {
-            store.dense_from = if force { 0.0 } else { 2.0 };
+            store.dense_from = Some(if force { 0.0 } else { 2.0 });
         }
         Some(Arc::new(store))
     }
@@ -239,6 +243,7 @@ impl BoundStore {
             coef,
             direct: 1.0 + 2.0 * (d as f64 + 3.0) * U64,
             unread,
+            dense_from: self.dense_from.unwrap_or(DENSE_FROM[usize::from(scalar != Scalar::F32)]),
         }
     }
 }
@@ -261,6 +266,8 @@ pub(crate) struct PassBounds {
     direct: f64,
     /// [`PassBounds::keeps_unread`]'s `[P, Q, R]`.
     unread: [f64; 3],
+    /// The share from which a block is dense ([`DENSE_FROM`] for the data's type).
+    dense_from: f64,
 }
 
 impl PassBounds {
@@ -294,10 +301,10 @@ impl PassBounds {
     }
 
     /// Whether a usable block state is dense: its last pass assigned at least
-    /// [`DENSE_FROM`] of its records in full, so that the lean loop (`lean.rs`) assigns every
+    /// [`DENSE_FROM`] (by the data's type) of its records in full, so that the lean loop (`lean.rs`) assigns every
     /// record in full and applies the test afterwards, from the values of the full assignment.
     pub(super) fn dense(&self, b: &BlockBounds) -> bool {
-        (b.assigned as f64) >= self.store.dense_from * b.label.len() as f64
+        (b.assigned as f64) >= self.dense_from * b.label.len() as f64
     }
 
     /// Stores a block's refreshed state for the next pass; `assigned` of its records were
