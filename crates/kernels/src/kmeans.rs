@@ -59,7 +59,7 @@
 //! 8. Memory: the centres, the fold and the per-block partials in flight
 //!    (`(2 + 2·cores) × k × (2d + 4) × 8` bytes) and the k-means++ sample are reserved from the
 //!    budget before they are allocated; labels are written as they come, never held. Where the
-//!    budget allows (else without them): 20 bytes per record for the bounds, and a copy of the
+//!    budget allows (else without them): 12 bytes per record for the bounds, and a copy of the
 //!    data, replayed from memory after the first pass (`resident.rs`).
 //!
 //! # Threads and costs

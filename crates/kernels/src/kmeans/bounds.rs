@@ -10,8 +10,9 @@
 //!    near-tie is always recomputed. In a pass that reads every record, sums, counts and
 //!    inertia are then the same bits as well, since every record's figures are added in file
 //!    order either way (passes of moves carry the sums instead, `moves.rs`).
-//! 2. Per record, one `f64` lower bound, one `f64` upper bound on the distance to its own
-//!    centre (for the test that reads no data, `moves.rs`) and one `u32` label (20 bytes),
+//! 2. Per record, one lower bound, one upper bound on the distance to its own centre (for the
+//!    test that reads no data, `moves.rs`), both stored as `f32` rounded outward from the f64
+//!    computed ([`down`], [`up`]), and one `u32` label (12 bytes),
 //!    reserved from the budget for the process's records, with room for the records a pass of
 //!    moves copies (a block per core); when the budget cannot hold them, or
 //!    `SLUICE_KMEANS_BOUNDS=0`, there is no store and every pass assigns in full.
@@ -46,16 +47,39 @@ use crate::Scalar;
 /// f64's unit roundoff.
 pub(super) const U64: f64 = f64::EPSILON / 2.0;
 
+/// A stored bound: `f32`, rounded outward from the f64 bound computed, so that it is a bound
+/// still. Why not f64: a pass of moves tests every record's bounds without reading the record
+/// (`moves.rs`), a stream of the bounds alone whose time is the memory's; 12 bytes a record
+/// read and 8 written in place of 20 and 16. The bounds lose 2^-24 of their value, a near-tie
+/// that much wider, so a few more records are assigned in full; the labels are exact either
+/// way (rule 1).
+pub(super) type Bound = f32;
+
+/// The largest [`Bound`] at or below `x`, for a lower bound; `x` is never negative (a NaN
+/// stays NaN).
+#[inline(always)]
+pub(super) fn down(x: f64) -> Bound {
+    let f = x as f32;
+    if f64::from(f) > x { f.next_down() } else { f }
+}
+
+/// The smallest [`Bound`] at or above `x`, for an upper bound; `x` is never negative.
+#[inline(always)]
+pub(super) fn up(x: f64) -> Bound {
+    let f = x as f32;
+    if f64::from(f) < x { f.next_up() } else { f }
+}
+
 /// One block's bounds: per record, a lower bound on the distance to every centre but its own,
 /// an upper bound on the distance to its own, and its label.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BlockBounds {
     /// The pass that wrote them.
     pass: u64,
-    pub(super) lower: Vec<f64>,
+    pub(super) lower: Vec<Bound>,
     /// An upper bound on `‖x − c_a‖` (true, not computed), for the test that reads no data
     /// ([`PassBounds::keeps_unread`]).
-    pub(super) upper: Vec<f64>,
+    pub(super) upper: Vec<Bound>,
     pub(super) label: Vec<u32>,
     /// How many of its records the pass that wrote them assigned in full.
     pub(super) assigned: u64,
@@ -131,11 +155,11 @@ impl BoundStore {
         if OFF.with(std::cell::Cell::get) {
             return None;
         }
-        // 20 bytes per record, the map's entries (a few per MiB of data), and the records a
+        // 12 bytes per record, the map's entries (a few per MiB of data), and the records a
         // pass of moves copies together (`moves.rs`): at most a block per compute thread.
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let copies = (cores * pipeline.block_size()) as u64;
-        let bytes = records.checked_mul(20)?.checked_add(1 << 16)?.checked_add(copies)?;
+        let bytes = records.checked_mul(12)?.checked_add(1 << 16)?.checked_add(copies)?;
         // As the resident copy: never at the cost of the pipeline's block size.
         if budget.available() < bytes.saturating_add(pipeline.pool_bytes()) {
             return None;
@@ -172,7 +196,7 @@ impl BoundStore {
         if let Some((&first, b)) = blocks.range_mut(..=index).next_back()
             && let Some(i) = usize::try_from(index - first).ok().filter(|&i| i < b.label.len())
         {
-            (b.label[i], b.lower[i], b.upper[i]) = (label as u32, 0.0, f64::INFINITY);
+            (b.label[i], b.lower[i], b.upper[i]) = (label as u32, 0.0, Bound::INFINITY);
         }
     }
 
@@ -285,7 +309,7 @@ impl PassBounds {
                 BlockBounds {
                     pass: self.pass,
                     lower: vec![0.0; records],
-                    upper: vec![f64::INFINITY; records],
+                    upper: vec![Bound::INFINITY; records],
                     label: vec![0; records],
                     assigned: records as u64,
                 },
@@ -351,8 +375,8 @@ impl PassBounds {
     pub(super) fn keeps_unread_all(
         &self,
         avx2: Option<Avx2Fma>,
-        lower: &mut [f64],
-        upper: &mut [f64],
+        lower: &mut [Bound],
+        upper: &mut [Bound],
         label: &[u32],
         pending: &mut Vec<usize>,
     ) {
@@ -375,8 +399,8 @@ impl PassBounds {
 
     /// An upper bound on `‖x − c‖` from the direct squared distance `dist` (`row`).
     #[inline(always)]
-    pub(super) fn upper(&self, dist: f64) -> f64 {
-        (dist * self.direct).sqrt() * (1.0 + 2.0 * U64)
+    pub(super) fn upper(&self, dist: f64) -> Bound {
+        up((dist * self.direct).sqrt() * (1.0 + 2.0 * U64))
     }
 
     /// `2E` for a record of squared norm `xx`.
@@ -389,11 +413,11 @@ impl PassBounds {
     /// `Some(l)` if it keeps its label (its direct squared distance is `dist`, its squared
     /// norm `xx`), `None` if it must be assigned in full.
     #[inline(always)]
-    pub(super) fn keeps(&self, lower: f64, a: usize, dist: f64, xx: f64) -> Option<f64> {
+    pub(super) fn keeps(&self, lower: Bound, a: usize, dist: f64, xx: f64) -> Option<Bound> {
         let other = self.other.as_ref()?;
-        let l = (lower - other[a]) * (1.0 - 2.0 * U64);
+        let l = (f64::from(lower) - other[a]) * (1.0 - 2.0 * U64);
         let keep = l > 0.0 && dist * self.direct + self.margin(xx) < l * l * (1.0 - 4.0 * U64);
-        keep.then_some(l)
+        keep.then(|| down(l))
     }
 
     /// [`PassBounds::keeps`] without the record's norm: `‖x‖² ≤ (‖x − c_a‖ + ‖c_a‖)² ≤
@@ -402,8 +426,8 @@ impl PassBounds {
     /// test spares the norm's `d` multiply-adds per record; the margin grows by at most
     /// `2E·(1 + 2D/C²)`, which spares a few records fewer only where `E` is not negligible.
     #[inline(always)]
-    pub(super) fn keeps_near(&self, lower: f64, a: usize, dist: f64) -> Option<f64> {
-        self.keeps_within(lower, a, dist * self.direct)
+    pub(super) fn keeps_near(&self, lower: Bound, a: usize, dist: f64) -> Option<Bound> {
+        self.keeps_within(f64::from(lower), a, dist * self.direct).map(down)
     }
 
     /// [`PassBounds::keeps_near`] for `near`, at least the true `‖x − c_a‖²`.
@@ -416,8 +440,9 @@ impl PassBounds {
     /// [`PassBounds::keeps_near`] as a pair: the lowered bound and whether the record keeps
     /// its label (never without the centres' shifts), for a loop without a branch on it.
     #[inline(always)]
-    pub(super) fn verdict(&self, lower: f64, a: usize, dist: f64) -> (f64, bool) {
-        self.within(lower, a, dist * self.direct)
+    pub(super) fn verdict(&self, lower: Bound, a: usize, dist: f64) -> (Bound, bool) {
+        let (l, keep) = self.within(f64::from(lower), a, dist * self.direct);
+        (down(l), keep)
     }
 
     /// The test of [`PassBounds::keeps_within`] as a pair.
@@ -432,9 +457,9 @@ impl PassBounds {
     /// The bound after a full assignment: `second` the second smallest computed expanded
     /// distance, `xx` the record's squared norm.
     #[inline(always)]
-    pub(super) fn fresh(&self, second: f64, xx: f64) -> f64 {
+    pub(super) fn fresh(&self, second: f64, xx: f64) -> Bound {
         let l2 = second + xx - self.margin(xx);
-        if l2 > 0.0 { l2.sqrt() * (1.0 - 2.0 * U64) } else { 0.0 }
+        down(if l2 > 0.0 { l2.sqrt() * (1.0 - 2.0 * U64) } else { 0.0 })
     }
 }
 
@@ -478,8 +503,8 @@ impl Refresh<'_> {
         from: usize,
         (kept, lab): (&[bool], &[u32]),
         (dist, second, xx): (&[f64], &[f64], &[f64]),
-        lower: &mut [f64],
-        upper: &mut [f64],
+        lower: &mut [Bound],
+        upper: &mut [Bound],
         label: &mut [u32],
     ) -> u64 {
         let p = self.pass;
@@ -516,8 +541,8 @@ impl Unread<'_> {
     pub(super) fn run(
         &self,
         from: usize,
-        lower: &mut [f64],
-        upper: &mut [f64],
+        lower: &mut [Bound],
+        upper: &mut [Bound],
         label: &[u32],
         first: usize,
         at: &mut [usize],
@@ -527,14 +552,14 @@ impl Unread<'_> {
         let records = lower.iter_mut().zip(upper.iter_mut()).zip(label).enumerate().skip(from);
         for (o, ((l, u), &a)) in records {
             let a = a as usize;
-            let (s, t) = (*u + self.own[a], *l - self.other[a]);
+            let (s, t) = (f64::from(*u) + self.own[a], f64::from(*l) - self.other[a]);
             // `t > 0 && s²P + Q < t²R` as one comparison, so that the selects below are made
             // without branches: `s²P + Q ≥ 0`, so a `t` at or below 0 (or NaN) made 0 fails it
             // as before, and a positive `t` is itself.
             let tp = t.max(0.0);
             let keep = s * s * ua + ub < tp * tp * uc;
-            *l = select_unpredictable(keep, t * (1.0 - 2.0 * U64), *l);
-            *u = select_unpredictable(keep, s * (1.0 + 2.0 * U64), *u);
+            *l = select_unpredictable(keep, down(t * (1.0 - 2.0 * U64)), *l);
+            *u = select_unpredictable(keep, up(s * (1.0 + 2.0 * U64)), *u);
             at[n] = first + o;
             n += usize::from(!keep);
         }
@@ -613,17 +638,20 @@ mod tests {
             let _ = store.begin(&old, d, Scalar::F64);
             let pass = store.begin(&new, d, Scalar::F64);
             let label: Vec<u32> = (0..records).map(|_| rng.gen_range(0..k as u32)).collect();
-            let upper: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..0.5)).collect();
-            let lower: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..1.0)).collect();
+            let upper: Vec<Bound> = (0..records).map(|_| rng.gen_range(0.0..0.5)).collect();
+            let lower: Vec<Bound> = (0..records).map(|_| rng.gen_range(0.0..1.0)).collect();
             for avx2 in [None, super::super::simd::proof()] {
-                let (mut lo, mut up, mut pending) = (lower.clone(), upper.clone(), vec![]);
-                pass.keeps_unread_all(avx2, &mut lo, &mut up, &label, &mut pending);
+                let (mut lo, mut hi, mut pending) = (lower.clone(), upper.clone(), vec![]);
+                pass.keeps_unread_all(avx2, &mut lo, &mut hi, &label, &mut pending);
                 let mut failed = vec![];
                 for i in 0..records {
-                    match pass.keeps_unread(lower[i], upper[i], label[i] as usize) {
-                        Some((l, u)) => assert_eq!((lo[i], up[i]), (l, u), "record {i} {avx2:?}"),
+                    let (l0, u0) = (f64::from(lower[i]), f64::from(upper[i]));
+                    match pass.keeps_unread(l0, u0, label[i] as usize) {
+                        Some((l, u)) => {
+                            assert_eq!((lo[i], hi[i]), (down(l), up(u)), "record {i} {avx2:?}")
+                        }
                         None => {
-                            assert_eq!((lo[i], up[i]), (lower[i], upper[i]), "record {i}");
+                            assert_eq!((lo[i], hi[i]), (lower[i], upper[i]), "record {i}");
                             failed.push(i);
                         }
                     }
@@ -662,29 +690,31 @@ mod tests {
                     if kept[o] || rng.gen_bool(0.7) { label[o] } else { rng.gen_range(0..k as u32) }
                 })
                 .collect();
-            let dist: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..0.5)).collect();
             let xx: Vec<f64> = (0..records).map(|_| rng.gen_range(0.0..3.0)).collect();
             let second: Vec<f64> = (0..records)
                 .map(|o| rng.gen_range(-1.0..1.0) - xx[o] * rng.gen_range(0.5..1.0))
                 .collect();
-            // Lower bounds around the verdict's boundary, `l²·k₄ = near + margin`, within a
-            // few roundings for most records.
-            let lower: Vec<f64> = (0..records)
+            // Stored lower bounds, and direct distances around the verdict's boundary for each
+            // (`near·(1 + 4εk₃) + 4εC²(1 + k₃) = l²·k₄`, from `PassBounds::within`), within a few
+            // roundings for most records.
+            let lower: Vec<Bound> = (0..records).map(|_| rng.gen_range(0.3..1.5)).collect();
+            let dist: Vec<f64> = (0..records)
                 .map(|o| {
-                    let near = dist[o] * pass.direct;
-                    let xv = (2.0 * near + 2.0 * pass.c2) * (1.0 + 4.0 * U64);
-                    let l = ((near + pass.margin(xv)) / (1.0 - 4.0 * U64)).sqrt();
                     let shift = pass.other.as_ref().map_or(0.0, |s| s[lab[o] as usize]);
+                    let l = (f64::from(lower[o]) - shift) * (1.0 - 2.0 * U64);
+                    let (k3, e) = (1.0 + 4.0 * U64, pass.coef);
+                    let near = (l * l * (1.0 - 4.0 * U64) - 4.0 * e * pass.c2 * (1.0 + k3))
+                        / (1.0 + 4.0 * e * k3);
                     let width = [1e-15, 4e-16, 1e-14, 0.1][o % 4];
-                    (l / (1.0 - 2.0 * U64) + shift) * rng.gen_range(1.0 - width..1.0 + width)
+                    (near / pass.direct).max(0.0) * rng.gen_range(1.0 - width..1.0 + width)
                 })
                 .collect();
             for dense in [false, true] {
                 // The record-by-record truth, as the lean loop computed it before the windows.
-                let (mut lo, mut up, mut la, mut count) =
+                let (mut lo, mut upb, mut la, mut count) =
                     (lower.clone(), vec![0.0; records], label.clone(), 0);
                 for o in 0..records {
-                    up[o] = pass.upper(dist[o]);
+                    upb[o] = pass.upper(dist[o]);
                     if kept[o] {
                         continue;
                     }
@@ -721,13 +751,47 @@ mod tests {
                 }
                 for (n, l, u, a) in got {
                     assert_eq!(n, count, "records {records} dense {dense}");
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    let bits = |v: &[Bound]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&l), bits(&lo), "lower, records {records} dense {dense}");
-                    assert_eq!(bits(&u), bits(&up), "upper, records {records} dense {dense}");
+                    assert_eq!(bits(&u), bits(&upb), "upper, records {records} dense {dense}");
                     assert_eq!(a, la, "labels, records {records} dense {dense}");
                 }
             }
         }
         assert!(verdicts > 20 && refused > 20, "{verdicts} kept by the verdict, {refused} refused");
+    }
+
+    /// A stored bound is the nearest f32 on its side of the f64 bound: `down(x) ≤ x` with no
+    /// f32 between them, `up(x) ≥ x` likewise, exact where `x` is an f32 (0 and ∞ included),
+    /// f32::MAX or ∞ beyond f32's range; and the AVX2 forms give the same bits.
+    #[test]
+    fn stored_bounds_round_outward_to_the_nearest_f32() {
+        let mut rng = StdRng::seed_from_u64(37);
+        let mut xs = vec![0.0, f64::INFINITY, 1.0, f64::from(f32::MAX), 1e39, 1e-50, 3.0e-39];
+        xs.extend((0..4000).map(|i| {
+            let x: f64 = rng.gen_range(0.0..1.0) * 10f64.powi(rng.gen_range(-40..40));
+            if i % 5 == 0 { f64::from(x as f32) } else { x }
+        }));
+        while xs.len() % 4 != 0 {
+            xs.push(0.5);
+        }
+        for &x in &xs {
+            let (dn, upx) = (down(x), up(x));
+            let above = dn.is_infinite() || f64::from(dn.next_up()) > x;
+            assert!(f64::from(dn) <= x && above, "down({x:e}) = {dn:e}");
+            assert!(f64::from(upx) >= x && f64::from(upx.next_down()) < x, "up({x:e}) = {upx:e}");
+            if f64::from(x as f32) == x {
+                assert_eq!((dn, upx), (x as f32, x as f32), "{x:e} is an f32");
+            }
+        }
+        if let Some(proof) = super::super::simd::proof() {
+            for q in xs.chunks_exact(4) {
+                let x = [q[0], q[1], q[2], q[3]];
+                let (d4, u4) = super::super::simd::round4(proof, x);
+                let bits = |v: [Bound; 4]| v.map(f32::to_bits);
+                assert_eq!(bits(d4), bits(x.map(down)), "{x:?}");
+                assert_eq!(bits(u4), bits(x.map(up)), "{x:?}");
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::slice::from_raw_parts;
 use sluice_io::Block;
 
 use super::assign::Want;
-use super::bounds::{BlockBounds, PassBounds, Refresh, U64, Unread};
+use super::bounds::{BlockBounds, Bound, PassBounds, Refresh, U64, Unread};
 use super::kernel::{BlockPartial, Float, KmeansKernel, Prepared};
 use super::lean::assign_lean;
 pub(super) use crate::cpu::{Avx2Fma, Avx512};
@@ -870,8 +870,8 @@ unsafe fn fill_f64(r: *const u8, n: usize, d: usize, xt: *mut f64, p: usize) {
 pub(super) fn unread_run(
     _proof: Avx2Fma,
     test: &Unread<'_>,
-    lower: &mut [f64],
-    upper: &mut [f64],
+    lower: &mut [Bound],
+    upper: &mut [Bound],
     label: &[u32],
     first: usize,
     at: &mut [usize],
@@ -892,10 +892,7 @@ pub(super) fn unread_run(
             // values `i..i + 4 ≤ records` of `lower` and `upper` (asserted above), the arrays
             // of 4.
             let bits = unsafe {
-                let (u, l) = (
-                    _mm256_loadu_pd(upper.as_ptr().add(i)),
-                    _mm256_loadu_pd(lower.as_ptr().add(i)),
-                );
+                let (u, l) = (widen4(upper.as_ptr().add(i)), widen4(lower.as_ptr().add(i)));
                 let s = _mm256_add_pd(u, _mm256_loadu_pd(own.as_ptr()));
                 let t = _mm256_sub_pd(l, _mm256_loadu_pd(other.as_ptr()));
                 // max(t, 0) is 0 for a NaN `t`, as `f64::max`.
@@ -909,8 +906,9 @@ pub(super) fn unread_run(
                 let (dn, up) = (1.0 - 2.0 * U64, 1.0 + 2.0 * U64);
                 let l2 = _mm256_mul_pd(t, _mm256_set1_pd(dn));
                 let u2 = _mm256_mul_pd(s, _mm256_set1_pd(up));
-                _mm256_storeu_pd(lower.as_mut_ptr().add(i), _mm256_blendv_pd(l, l2, keep));
-                _mm256_storeu_pd(upper.as_mut_ptr().add(i), _mm256_blendv_pd(u, u2, keep));
+                // A bound not renewed is stored as it was (it is an f32 already).
+                _mm_storeu_ps(lower.as_mut_ptr().add(i), down4(_mm256_blendv_pd(l, l2, keep)));
+                _mm_storeu_ps(upper.as_mut_ptr().add(i), up4(_mm256_blendv_pd(u, u2, keep)));
                 _mm256_movemask_pd(keep)
             };
             for k in 0..4 {
@@ -933,8 +931,8 @@ pub(super) fn refresh_run(
     refresh: &Refresh<'_>,
     (kept, lab): (&[bool], &[u32]),
     (dist, second, xx): (&[f64], &[f64], &[f64]),
-    lower: &mut [f64],
-    upper: &mut [f64],
+    lower: &mut [Bound],
+    upper: &mut [Bound],
     label: &mut [u32],
 ) -> u64 {
     let records = kept.len();
@@ -965,12 +963,12 @@ pub(super) fn refresh_run(
                 let d = _mm256_loadu_pd(dist.as_ptr().add(i));
                 let near = _mm256_mul_pd(d, set(refresh.direct));
                 let up = _mm256_mul_pd(_mm256_sqrt_pd(near), set(1.0 + 2.0 * U64));
-                _mm256_storeu_pd(upper.as_mut_ptr().add(i), up);
+                _mm_storeu_ps(upper.as_mut_ptr().add(i), up4(up));
                 // `margin(xx) = 2·coef·(2C² + xx)`, as `PassBounds::margin`.
                 let (coef2, c2x2) = (2.0 * refresh.coef, 2.0 * refresh.c2);
                 let margin = |xx| _mm256_mul_pd(set(coef2), _mm256_add_pd(set(c2x2), xx));
                 // The verdict (`PassBounds::within` at `near`).
-                let lw = _mm256_loadu_pd(lower.as_ptr().add(i));
+                let lw = widen4(lower.as_ptr().add(i));
                 let l = _mm256_mul_pd(
                     _mm256_sub_pd(lw, _mm256_loadu_pd(oth.as_ptr())),
                     set(1.0 - 2.0 * U64),
@@ -1003,7 +1001,7 @@ pub(super) fn refresh_run(
                 );
                 let was = _mm256_castsi256_pd(_mm256_loadu_si256(flags.as_ptr().cast()));
                 let lo = _mm256_blendv_pd(_mm256_blendv_pd(fresh, l, keep), lw, was);
-                _mm256_storeu_pd(lower.as_mut_ptr().add(i), lo);
+                _mm_storeu_ps(lower.as_mut_ptr().add(i), down4(lo));
                 _mm_storeu_si128(label.as_mut_ptr().add(i).cast(), new);
                 _mm256_movemask_pd(_mm256_or_pd(keep, was)) ^ 0b1111
             };
@@ -1012,4 +1010,80 @@ pub(super) fn refresh_run(
     }
     let from = if cfg!(target_arch = "x86_64") { records / 4 * 4 } else { 0 };
     assigned + refresh.run(from, (kept, lab), (dist, second, xx), lower, upper, label)
+}
+
+/// Four stored bounds, widened to f64 (exactly).
+///
+/// # Safety
+/// AVX2; `p` points to four values.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn widen4(p: *const Bound) -> std::arch::x86_64::__m256d {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's.
+    unsafe { _mm256_cvtps_pd(_mm_loadu_ps(p)) }
+}
+
+/// The lanes of a 64-bit compare mask as 32-bit lanes (all ones or zero each).
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn narrow_mask(m: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's (AVX2); register operations only.
+    unsafe {
+        let low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), low))
+    }
+}
+
+/// `bounds::down` of four values (never negative; a NaN stays NaN): rounded to nearest, then
+/// one step down (the bits of a non-negative f32 less one) where that went above.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn down4(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128 {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's (AVX2); register operations only.
+    unsafe {
+        let f = _mm256_cvtpd_ps(x);
+        let above = narrow_mask(_mm256_cmp_pd::<_CMP_GT_OQ>(_mm256_cvtps_pd(f), x));
+        _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(f), above))
+    }
+}
+
+/// `bounds::up` of four values (never negative): rounded to nearest, then one step up where
+/// that went below.
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn up4(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128 {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's (AVX2); register operations only.
+    unsafe {
+        let f = _mm256_cvtpd_ps(x);
+        let below = narrow_mask(_mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_cvtps_pd(f), x));
+        _mm_castsi128_ps(_mm_sub_epi32(_mm_castps_si128(f), below))
+    }
+}
+
+/// [`down4`] and [`up4`] of four values, for the tests.
+#[cfg(test)]
+pub(super) fn round4(_proof: Avx2Fma, x: [f64; 4]) -> ([Bound; 4], [Bound; 4]) {
+    let (mut d, mut u) = ([0.0; 4], [0.0; 4]);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_proof` exists only once the CPU was found to have AVX2; the arrays hold four.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = _mm256_loadu_pd(x.as_ptr());
+        _mm_storeu_ps(d.as_mut_ptr(), down4(v));
+        _mm_storeu_ps(u.as_mut_ptr(), up4(v));
+    }
+    (d, u)
 }
