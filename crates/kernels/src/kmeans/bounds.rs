@@ -787,7 +787,7 @@ mod tests {
         if let Some(proof) = super::super::simd::proof() {
             for q in xs.chunks_exact(4) {
                 let x = [q[0], q[1], q[2], q[3]];
-                let (d4, u4) = super::super::simd::round4(proof, x);
+                let (d4, u4) = super::super::simd::round_both(proof, x);
                 let bits = |v: [Bound; 4]| v.map(f32::to_bits);
                 assert_eq!(bits(d4), bits(x.map(down)), "{x:?}");
                 assert_eq!(bits(u4), bits(x.map(up)), "{x:?}");

@@ -907,8 +907,14 @@ pub(super) fn unread_run(
                 let l2 = _mm256_mul_pd(t, _mm256_set1_pd(dn));
                 let u2 = _mm256_mul_pd(s, _mm256_set1_pd(up));
                 // A bound not renewed is stored as it was (it is an f32 already).
-                _mm_storeu_ps(lower.as_mut_ptr().add(i), down4(_mm256_blendv_pd(l, l2, keep)));
-                _mm_storeu_ps(upper.as_mut_ptr().add(i), up4(_mm256_blendv_pd(u, u2, keep)));
+                _mm_storeu_ps(
+                    lower.as_mut_ptr().add(i),
+                    round4::<false>(_mm256_blendv_pd(l, l2, keep)),
+                );
+                _mm_storeu_ps(
+                    upper.as_mut_ptr().add(i),
+                    round4::<true>(_mm256_blendv_pd(u, u2, keep)),
+                );
                 _mm256_movemask_pd(keep)
             };
             for k in 0..4 {
@@ -963,7 +969,7 @@ pub(super) fn refresh_run(
                 let d = _mm256_loadu_pd(dist.as_ptr().add(i));
                 let near = _mm256_mul_pd(d, set(refresh.direct));
                 let up = _mm256_mul_pd(_mm256_sqrt_pd(near), set(1.0 + 2.0 * U64));
-                _mm_storeu_ps(upper.as_mut_ptr().add(i), up4(up));
+                _mm_storeu_ps(upper.as_mut_ptr().add(i), round4::<true>(up));
                 // `margin(xx) = 2·coef·(2C² + xx)`, as `PassBounds::margin`.
                 let (coef2, c2x2) = (2.0 * refresh.coef, 2.0 * refresh.c2);
                 let margin = |xx| _mm256_mul_pd(set(coef2), _mm256_add_pd(set(c2x2), xx));
@@ -1001,7 +1007,7 @@ pub(super) fn refresh_run(
                 );
                 let was = _mm256_castsi256_pd(_mm256_loadu_si256(flags.as_ptr().cast()));
                 let lo = _mm256_blendv_pd(_mm256_blendv_pd(fresh, l, keep), lw, was);
-                _mm_storeu_ps(lower.as_mut_ptr().add(i), down4(lo));
+                _mm_storeu_ps(lower.as_mut_ptr().add(i), round4::<false>(lo));
                 _mm_storeu_si128(label.as_mut_ptr().add(i).cast(), new);
                 _mm256_movemask_pd(_mm256_or_pd(keep, was)) ^ 0b1111
             };
@@ -1039,51 +1045,43 @@ unsafe fn narrow_mask(m: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m12
     }
 }
 
-/// `bounds::down` of four values (never negative; a NaN stays NaN): rounded to nearest, then
-/// one step down (the bits of a non-negative f32 less one) where that went above.
+/// `bounds::down` (`UP` false) or `bounds::up` (`UP` true) of four values (never negative;
+/// a NaN stays NaN): rounded to nearest, then one step (the bits of a non-negative f32 less or
+/// plus one) where that went past `x` on the wrong side.
 ///
 /// # Safety
 /// AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn down4(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128 {
+unsafe fn round4<const UP: bool>(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128 {
     use std::arch::x86_64::*;
     // SAFETY: the caller's (AVX2); register operations only.
     unsafe {
         let f = _mm256_cvtpd_ps(x);
-        let above = narrow_mask(_mm256_cmp_pd::<_CMP_GT_OQ>(_mm256_cvtps_pd(f), x));
-        _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(f), above))
+        let back = _mm256_cvtps_pd(f);
+        let past = if UP {
+            _mm256_cmp_pd::<_CMP_LT_OQ>(back, x)
+        } else {
+            _mm256_cmp_pd::<_CMP_GT_OQ>(back, x)
+        };
+        // `past` is −1 in a lane to step: away from zero rounding up, towards it down.
+        let step = narrow_mask(past);
+        let bits = _mm_castps_si128(f);
+        _mm_castsi128_ps(if UP { _mm_sub_epi32(bits, step) } else { _mm_add_epi32(bits, step) })
     }
 }
 
-/// `bounds::up` of four values (never negative): rounded to nearest, then one step up where
-/// that went below.
-///
-/// # Safety
-/// AVX2.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn up4(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128 {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller's (AVX2); register operations only.
-    unsafe {
-        let f = _mm256_cvtpd_ps(x);
-        let below = narrow_mask(_mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_cvtps_pd(f), x));
-        _mm_castsi128_ps(_mm_sub_epi32(_mm_castps_si128(f), below))
-    }
-}
-
-/// [`down4`] and [`up4`] of four values, for the tests.
+/// [`round4`] down and up of four values, for the tests.
 #[cfg(test)]
-pub(super) fn round4(_proof: Avx2Fma, x: [f64; 4]) -> ([Bound; 4], [Bound; 4]) {
+pub(super) fn round_both(_proof: Avx2Fma, x: [f64; 4]) -> ([Bound; 4], [Bound; 4]) {
     let (mut d, mut u) = ([0.0; 4], [0.0; 4]);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_proof` exists only once the CPU was found to have AVX2; the arrays hold four.
     unsafe {
         use std::arch::x86_64::*;
         let v = _mm256_loadu_pd(x.as_ptr());
-        _mm_storeu_ps(d.as_mut_ptr(), down4(v));
-        _mm_storeu_ps(u.as_mut_ptr(), up4(v));
+        _mm_storeu_ps(d.as_mut_ptr(), round4::<false>(v));
+        _mm_storeu_ps(u.as_mut_ptr(), round4::<true>(v));
     }
     (d, u)
 }
