@@ -162,9 +162,7 @@ pub(super) fn assign_lean<
                 &p.refresh(dense),
                 (&kept[..n], &lab[..n]),
                 (&dists[..n], &value[..n], &norms_w[..n]),
-                &mut lower[w0..w1],
-                &mut upper[w0..w1],
-                &mut label[w0..w1],
+                (&mut lower[w0..w1], &mut upper[w0..w1], &mut label[w0..w1]),
             );
         }
     }

@@ -930,16 +930,13 @@ pub(super) fn unread_run(
 /// [`Refresh::run`] over a window, four records at a time in AVX2 registers: the same
 /// operations in each lane, without a branch, so the same bounds, labels and count; the last
 /// few by `Refresh::run`.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn refresh_run(
     _proof: Avx2Fma,
     refresh: &Refresh<'_>,
     (kept, lab): (&[bool], &[u32]),
     (dist, second, xx): (&[f64], &[f64], &[f64]),
-    lower: &mut [Bound],
-    upper: &mut [Bound],
-    label: &mut [u32],
+    (lower, upper, label): (&mut [Bound], &mut [Bound], &mut [u32]),
 ) -> u64 {
     let records = kept.len();
     assert!(
@@ -953,6 +950,10 @@ pub(super) fn refresh_run(
     {
         use std::arch::x86_64::*;
         let other = refresh.other.unwrap_or(&[]);
+        // The verdict applies in a dense block with the centres' shifts only.
+        let verdict = f64::from_bits(if refresh.dense && refresh.other.is_some() { !0 } else { 0 });
+        // `margin(xx) = 2·coef·(2C² + xx)`, as `PassBounds::margin`.
+        let (coef2, c2x2) = (2.0 * refresh.coef, 2.0 * refresh.c2);
         for q in 0..records / 4 {
             let i = 4 * q;
             // The verdict's shift of each record's new centre (0 without the shifts, where
@@ -961,7 +962,6 @@ pub(super) fn refresh_run(
                 other.get(lab[i + k] as usize).copied().unwrap_or_default()
             });
             let flags: [i64; 4] = std::array::from_fn(|k| -i64::from(kept[i + k]));
-            let verdict = refresh.dense && refresh.other.is_some();
             // SAFETY: `_proof` exists only once the CPU was found to have AVX2 and FMA; values
             // `i..i + 4 ≤ records` of every slice (asserted above), the arrays of 4.
             let missed = unsafe {
@@ -970,8 +970,6 @@ pub(super) fn refresh_run(
                 let near = _mm256_mul_pd(d, set(refresh.direct));
                 let up = _mm256_mul_pd(_mm256_sqrt_pd(near), set(1.0 + 2.0 * U64));
                 _mm_storeu_ps(upper.as_mut_ptr().add(i), round4::<true>(up));
-                // `margin(xx) = 2·coef·(2C² + xx)`, as `PassBounds::margin`.
-                let (coef2, c2x2) = (2.0 * refresh.coef, 2.0 * refresh.c2);
                 let margin = |xx| _mm256_mul_pd(set(coef2), _mm256_add_pd(set(c2x2), xx));
                 // The verdict (`PassBounds::within` at `near`).
                 let lw = widen4(lower.as_ptr().add(i));
@@ -991,10 +989,7 @@ pub(super) fn refresh_run(
                 let old = _mm_loadu_si128(label.as_ptr().add(i).cast());
                 let new = _mm_loadu_si128(lab.as_ptr().add(i).cast());
                 let same = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpeq_epi32(old, new)));
-                let keep = _mm256_and_pd(
-                    _mm256_and_pd(keep, same),
-                    set(f64::from_bits(if verdict { u64::MAX } else { 0 })),
-                );
+                let keep = _mm256_and_pd(_mm256_and_pd(keep, same), set(verdict));
                 // The fresh bound (`PassBounds::fresh`).
                 let xr = _mm256_loadu_pd(xx.as_ptr().add(i));
                 let l2 = _mm256_sub_pd(
@@ -1015,7 +1010,7 @@ pub(super) fn refresh_run(
         }
     }
     let from = if cfg!(target_arch = "x86_64") { records / 4 * 4 } else { 0 };
-    assigned + refresh.run(from, (kept, lab), (dist, second, xx), lower, upper, label)
+    assigned + refresh.run(from, (kept, lab), (dist, second, xx), (lower, upper, label))
 }
 
 /// Four stored bounds, widened to f64 (exactly).
